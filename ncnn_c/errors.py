@@ -1,0 +1,13 @@
+"""Exception types used inside ncnn_c (the ncnn-shaped API turns them into int returns)."""
+
+
+class NcnnError(Exception):
+    """Base of every ncnn_c error."""
+
+
+class ModelFormatError(NcnnError):
+    """A .param / .bin file that cannot be read: garbage, truncated, oversized."""
+
+
+class VulkanUnavailable(NcnnError):
+    """No Vulkan loader, driver or device."""

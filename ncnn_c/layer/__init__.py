@@ -1,0 +1,215 @@
+"""Layer base class and the layer registry.
+
+The contract is ncnn's (seed 003): ``load_param(pd)``, ``load_model(mb)``,
+``create_pipeline(opt)``, ``destroy_pipeline(opt)``, and the forward template:
+``forward`` falls back to ``clone + forward_inplace`` for layers that support
+in-place operation. Flags (``one_blob_only``, ``support_inplace``, ``support_vulkan`` ...)
+tell the net how to call a layer.
+
+CPU forward signatures (the same as the PyPI ``ncnn`` package, so user layers port):
+
+* one_blob_only:  ``forward(bottom: Mat, top: Mat, opt) -> int`` fills ``top`` in place
+  (``top.create(...)``, ``top.clone_from(...)`` or ``top.share_from(...)``);
+  ``forward_inplace(bottom_top: Mat, opt) -> int``.
+* otherwise:      ``forward(bottoms: list[Mat], tops: list[Mat], opt) -> int`` where ``tops``
+  holds one empty Mat per top blob, to be filled; ``forward_inplace(bottom_tops: list[Mat], opt)``.
+
+GPU forward (layers with ``support_vulkan``), recorded into a ``VkCompute``:
+
+* ``forward_vk(bottom: VkMat, top: VkMat, cmd, opt)`` / ``forward_vk(bottoms, tops, cmd, opt)``
+* ``forward_inplace_vk(bottom_top: VkMat, cmd, opt)`` / list form
+* ``upload_model(cmd, opt)`` uploads weights after ``create_pipeline``.
+
+The registry is built from the files that exist: ``layer/<typename lowercased>.py`` holds
+the CPU class named after the ncnn type, ``layer/vulkan/<name>_vulkan.py`` holds
+``<Type>_vulkan`` (a subclass of the CPU class, so it can still run on the CPU).
+Type indexes are ncnn's, because binary param files store them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+
+log = logging.getLogger("ncnn_c")
+
+# ncnn's layer type indexes (binary .param files store these numbers). Order matters.
+LAYER_TYPES = (
+    "AbsVal", "ArgMax", "BatchNorm", "Bias", "BNLL", "Concat", "Convolution", "Crop",
+    "Deconvolution", "Dropout", "Eltwise", "ELU", "Embed", "Exp", "Flatten", "InnerProduct",
+    "Input", "Log", "LRN", "MemoryData", "MVN", "Pooling", "Power", "PReLU", "Proposal",
+    "Reduction", "ReLU", "Reshape", "ROIPooling", "Scale", "Sigmoid", "Slice", "Softmax",
+    "Split", "SPP", "TanH", "Threshold", "Tile", "RNN", "LSTM", "BinaryOp", "UnaryOp",
+    "ConvolutionDepthWise", "Padding", "Squeeze", "ExpandDims", "Normalize", "Permute",
+    "PriorBox", "DetectionOutput", "Interp", "DeconvolutionDepthWise", "ShuffleChannel",
+    "InstanceNorm", "Clip", "Reorg", "YoloDetectionOutput", "Quantize", "Dequantize",
+    "Yolov3DetectionOutput", "PSROIPooling", "ROIAlign", "Packing", "Requantize", "Cast",
+    "HardSigmoid", "SELU", "HardSwish", "Noop", "PixelShuffle", "DeepCopy", "Mish",
+    "StatisticsPooling", "Swish", "Gemm", "GroupNorm", "LayerNorm", "Softplus", "GRU",
+    "MultiHeadAttention", "GELU", "Convolution1D", "Pooling1D", "ConvolutionDepthWise1D",
+    "Convolution3D", "ConvolutionDepthWise3D", "Pooling3D", "MatMul", "Deconvolution1D",
+    "DeconvolutionDepthWise1D", "Deconvolution3D", "DeconvolutionDepthWise3D", "Einsum",
+    "DeformableConv2D", "GLU", "Fold", "Unfold", "GridSample", "CumulativeSum", "CopyTo",
+    "Erf", "Diag", "CELU", "Shrink", "RMSNorm", "Spectrogram", "InverseSpectrogram", "Flip",
+    "SDPA", "RotaryEmbed",
+)  # fmt: skip
+
+# Custom layer types get indexes with this bit set (ncnn's LayerType::CustomBit).
+CUSTOM_BIT = 1 << 8
+
+_TYPE_INDEX = {name: i for i, name in enumerate(LAYER_TYPES)}
+
+
+class Layer:
+    """Base class of every layer, built-in or user-defined (``class MyLayer(ncnn_c.Layer)``)."""
+
+    def __init__(self) -> None:
+        self.one_blob_only = False
+        self.support_inplace = False
+        self.support_vulkan = False
+        self.support_packing = False
+        self.support_bf16_storage = False
+        self.support_fp16_storage = False
+        self.support_int8_storage = False
+        self.support_image_storage = False
+        self.support_tensor_storage = False
+        self.support_vulkan_packing = False
+        self.support_any_packing = False
+        self.support_vulkan_any_packing = False
+        self.support_reserved = False
+
+        self.featmask = 0
+        self.typeindex = -1
+        self.type = ""
+        self.name = ""
+        self.bottoms: list[int] = []
+        self.tops: list[int] = []
+        self.bottom_shapes: list = []
+        self.top_shapes: list = []
+        self.vkdev = None
+        self.userdata = None
+
+    # -- loading ---------------------------------------------------------------------
+    def load_param(self, pd) -> int:
+        return 0
+
+    def load_model(self, mb) -> int:
+        return 0
+
+    def create_pipeline(self, opt) -> int:
+        return 0
+
+    def destroy_pipeline(self, opt) -> int:
+        return 0
+
+    # -- CPU forward (the template of seed 003) -------------------------------------------
+    def forward(self, bottom, top, opt) -> int:
+        if not self.support_inplace:
+            return -1
+        if isinstance(bottom, list):
+            for i, b in enumerate(bottom):
+                top[i].clone_from(b, opt.blob_allocator)
+                if top[i].empty():
+                    return -100
+        else:
+            top.clone_from(bottom, opt.blob_allocator)
+            if top.empty():
+                return -100
+        return self.forward_inplace(top, opt)
+
+    def forward_inplace(self, bottom_top, opt) -> int:
+        return -1
+
+    # -- GPU forward --------------------------------------------------------------------
+    def upload_model(self, cmd, opt) -> int:
+        return 0
+
+    def forward_vk(self, bottom, top, cmd, opt) -> int:
+        if not self.support_inplace:
+            return -1
+        if isinstance(bottom, list):
+            for i, b in enumerate(bottom):
+                cmd.record_clone(b, top[i], opt)
+        else:
+            cmd.record_clone(bottom, top, opt)
+        return self.forward_inplace_vk(top, cmd, opt)
+
+    def forward_inplace_vk(self, bottom_top, cmd, opt) -> int:
+        return -1
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.type} {self.name!r}>"
+
+
+# -- registry ----------------------------------------------------------------------------
+class _Entry:
+    __slots__ = ("name", "cpu", "vulkan")
+
+    def __init__(self, name: str, cpu, vulkan) -> None:
+        self.name = name
+        self.cpu = cpu
+        self.vulkan = vulkan
+
+
+_registry: list[_Entry] | None = None
+
+
+def _module_exists(package_dir: str, module: str) -> bool:
+    return os.path.exists(os.path.join(package_dir, module + ".py"))
+
+
+def _build_registry() -> list[_Entry]:
+    here = os.path.dirname(__file__)
+    vkdir = os.path.join(here, "vulkan")
+    entries = []
+    for name in LAYER_TYPES:
+        mod = name.lower()
+        cpu = vk = None
+        if _module_exists(here, mod):
+            cpu = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+        if _module_exists(vkdir, mod + "_vulkan"):
+            vk = getattr(importlib.import_module(f"{__name__}.vulkan.{mod}_vulkan"), name + "_vulkan")
+        entries.append(_Entry(name, cpu, vk))
+    return entries
+
+
+def registry() -> list[_Entry]:
+    global _registry
+    if _registry is None:
+        _registry = _build_registry()
+    return _registry
+
+
+def layer_to_index(type_name: str) -> int:
+    """ncnn's type index for a type name, -1 if unknown."""
+    return _TYPE_INDEX.get(type_name, -1)
+
+
+def _finish(layer: Layer, index: int) -> Layer:
+    layer.typeindex = index
+    layer.type = LAYER_TYPES[index]
+    return layer
+
+
+def create_layer_cpu(type_or_index) -> Layer | None:
+    """A new CPU layer by ncnn type name or index; None when the type is not implemented."""
+    index = type_or_index if isinstance(type_or_index, int) else layer_to_index(type_or_index)
+    if index < 0 or index >= len(LAYER_TYPES):
+        return None
+    cls = registry()[index].cpu
+    return _finish(cls(), index) if cls else None
+
+
+def create_layer_vulkan(type_or_index) -> Layer | None:
+    """A new Vulkan-capable layer, None when the type has no GPU implementation."""
+    index = type_or_index if isinstance(type_or_index, int) else layer_to_index(type_or_index)
+    if index < 0 or index >= len(LAYER_TYPES):
+        return None
+    cls = registry()[index].vulkan
+    return _finish(cls(), index) if cls else None
+
+
+def create_layer(type_or_index) -> Layer | None:
+    """The PyPI-ncnn-shaped factory: the CPU implementation of a built-in type."""
+    return create_layer_cpu(type_or_index)
