@@ -12,7 +12,21 @@ import logging
 
 __version__ = "0.1.0"
 
-logging.getLogger("ncnn_c").addHandler(logging.NullHandler())
+
+
+class _StderrUnlessConfigured(logging.StreamHandler):
+    """Print ncnn_c's warnings and errors to stderr, as ncnn does, unless the application
+    configured logging itself (then records only propagate to its handlers)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not logging.getLogger().handlers:
+            super().emit(record)
+
+
+_handler = _StderrUnlessConfigured()
+_handler.setLevel(logging.WARNING)
+_handler.setFormatter(logging.Formatter("ncnn_c: %(levelname)s: %(message)s"))
+logging.getLogger("ncnn_c").addHandler(_handler)
 
 # public name -> module that defines it
 _EXPORTS = {

@@ -1,0 +1,41 @@
+# Targets assume the Debian packages are there (./run.sh installs them first).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.ncnn_c-setup
+
+.PHONY: setup demo test test-slow bench native capi clean
+
+# the native builders skip their work when their outputs are newer than their inputs
+setup: $(STAMP) native capi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+native capi: $(STAMP)
+
+native:
+	$(PY) -m ncnn_c._native.build_shaderc
+	$(PY) -m ncnn_c._native.build_hash
+
+capi:
+	$(PY) -m ncnn_c.capi --build
+
+demo: setup
+	$(PY) examples/squeezenet.py --cold-warm
+
+test: setup
+	$(PY) -m pytest -q -m "not slow"
+
+# exit status 5 means no test carries the mark: nothing to run is not a failure
+test-slow: setup
+	$(PY) -m pytest -q -m slow || [ $$? -eq 5 ]
+
+bench: setup
+	$(PY) examples/bench_cold_warm.py
+
+clean:
+	rm -rf $(VENV) capi/build ncnn_c/_native/*.so models/*.vkcache
