@@ -144,32 +144,49 @@ class Layer:
 
 # -- registry ----------------------------------------------------------------------------
 class _Entry:
-    __slots__ = ("name", "cpu", "vulkan")
+    """One registry row: the type name and where its CPU / GPU classes live.
 
-    def __init__(self, name: str, cpu, vulkan) -> None:
+    Classes are imported on first use, so a CPU-only program never imports a GPU layer module.
+    """
+
+    __slots__ = ("name", "_cpu_module", "_vk_module", "_cpu", "_vk")
+
+    def __init__(self, name: str, cpu_module: str | None, vk_module: str | None) -> None:
         self.name = name
-        self.cpu = cpu
-        self.vulkan = vulkan
+        self._cpu_module = cpu_module
+        self._vk_module = vk_module
+        self._cpu = self._vk = None
+
+    @property
+    def cpu(self):
+        if self._cpu is None and self._cpu_module:
+            self._cpu = getattr(importlib.import_module(self._cpu_module), self.name)
+        return self._cpu
+
+    @property
+    def vulkan(self):
+        if self._vk is None and self._vk_module:
+            self._vk = getattr(importlib.import_module(self._vk_module), self.name + "_vulkan")
+        return self._vk
+
+    @property
+    def has_vulkan(self) -> bool:
+        return self._vk_module is not None
 
 
 _registry: list[_Entry] | None = None
 
 
-def _module_exists(package_dir: str, module: str) -> bool:
-    return os.path.exists(os.path.join(package_dir, module + ".py"))
-
-
 def _build_registry() -> list[_Entry]:
     here = os.path.dirname(__file__)
+    present = {f[:-3] for f in os.listdir(here) if f.endswith(".py")}
     vkdir = os.path.join(here, "vulkan")
+    vk_present = {f[:-3] for f in os.listdir(vkdir) if f.endswith(".py")} if os.path.isdir(vkdir) else set()
     entries = []
     for name in LAYER_TYPES:
         mod = name.lower()
-        cpu = vk = None
-        if _module_exists(here, mod):
-            cpu = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-        if _module_exists(vkdir, mod + "_vulkan"):
-            vk = getattr(importlib.import_module(f"{__name__}.vulkan.{mod}_vulkan"), name + "_vulkan")
+        cpu = f"{__name__}.{mod}" if mod in present else None
+        vk = f"{__name__}.vulkan.{mod}_vulkan" if mod + "_vulkan" in vk_present else None
         entries.append(_Entry(name, cpu, vk))
     return entries
 

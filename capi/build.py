@@ -1,0 +1,367 @@
+"""Build ``libncnn_c.so``: ncnn's C API as a cffi-embedded shared object.
+
+One source of truth: ``capi/include/ncnn/c_api.h``. Every ``NCNN_EXPORT ret name(args);``
+line there becomes
+
+* a plain exported C function that first asks the guard whether the embedded Python is
+  up (``ncnn_c_guard``) and then forwards to ``_impl_<name>``, an ``extern "Python"``
+  callback; when Python failed to start it prints one line and returns the C error value
+  (-1, 0 or NULL) instead of cffi's silent 0, which ncnn callers would read as success;
+* an entry of the signature table that ``capi/bridge.py`` (the embedded init code) uses
+  to translate pointers, strings and out-parameters to ``ncnn_c.capi``'s integer handles.
+
+The build refuses to link when the header and ``ncnn_c.capi.EXPORTS`` disagree.
+
+Usage (also through ``python -m ncnn_c.capi``):
+    python capi/build.py --build [--build-dir DIR]
+    python capi/build.py --cflags
+    python capi/build.py --libs [--build-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import site
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPI = ROOT / "capi"
+INCLUDE = CAPI / "include"
+HEADER = INCLUDE / "ncnn" / "c_api.h"
+BRIDGE = CAPI / "bridge.py"
+DEFAULT_BUILD_DIR = CAPI / "build"
+LIBNAME = "ncnn_c"
+MODULE = "_ncnn_c_embed"  # the CPython module name cffi gives the embedded side
+ENV_PYTHONPATH = "NCNN_C_PYTHONPATH"
+ENV_BUILD_DIR = "NCNN_C_BUILD_DIR"
+
+_DECL_RE = re.compile(
+    r"^NCNN_EXPORT\s+(?P<ret>[\w\s\*]+?)\s*\b(?P<name>ncnn_\w+)\s*\((?P<args>[^)]*)\)\s*;\s*$"
+)
+_HANDLE_RE = re.compile(r"^ncnn_\w+_t$")
+
+
+@dataclass(frozen=True)
+class Param:
+    ctype: str  # normalised: "const unsigned char*", "ncnn_mat_t*", ...
+    name: str
+    cat: str  # scalar | handle | out_handle | str | addr
+
+
+@dataclass(frozen=True)
+class Func:
+    name: str
+    ret: str
+    ret_cat: str  # void | int | size_t | float | handle | rawptr | str
+    params: tuple[Param, ...]
+
+    def c_params(self) -> str:
+        return ", ".join(f"{p.ctype} {p.name}" for p in self.params) or "void"
+
+    def c_args(self) -> str:
+        return ", ".join(p.name for p in self.params)
+
+
+def _norm_type(t: str) -> str:
+    t = re.sub(r"\s*\*\s*", "* ", t.strip())
+    return re.sub(r"\s+", " ", t).strip().replace("* *", "**").rstrip()
+
+
+def _param_cat(ctype: str) -> str:
+    bare = ctype[len("const ") :] if ctype.startswith("const ") else ctype
+    if bare in ("int", "size_t", "float", "unsigned int"):
+        return "scalar"
+    if _HANDLE_RE.match(bare):
+        return "handle"
+    if bare.endswith("*") and _HANDLE_RE.match(bare[:-1]):
+        return "out_handle"
+    if ctype == "const char*":
+        return "str"
+    if bare.endswith("*"):
+        return "addr"
+    raise ValueError(f"c_api.h: no translation for parameter type {ctype!r}")
+
+
+def _ret_cat(ctype: str) -> str:
+    if ctype in ("void", "int", "size_t", "float"):
+        return ctype
+    if ctype == "const char*":
+        return "str"
+    if ctype == "void*":
+        return "rawptr"
+    if _HANDLE_RE.match(ctype):
+        return "handle"
+    raise ValueError(f"c_api.h: no translation for return type {ctype!r}")
+
+
+def parse_header(text: str) -> tuple[str, list[Func]]:
+    """(type declarations as cffi cdef text, exported functions in header order)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    types: list[str] = []
+    funcs: list[Func] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or line in ('extern "C" {', "}"):
+            continue
+        m = _DECL_RE.match(line)
+        if m:
+            args = m.group("args").strip()
+            params = []
+            if args and args != "void":
+                for a in args.split(","):
+                    a = _norm_type(a)
+                    pm = re.match(r"^(?P<t>.+?)\s*\b(?P<n>\w+)$", a)
+                    if not pm:
+                        raise ValueError(f"c_api.h: cannot parse parameter {a!r} of {m.group('name')}")
+                    ctype = _norm_type(pm.group("t"))
+                    params.append(Param(ctype, pm.group("n"), _param_cat(ctype)))
+            ret = _norm_type(m.group("ret"))
+            funcs.append(Func(m.group("name"), ret, _ret_cat(ret), tuple(params)))
+            continue
+        if line.startswith("NCNN_EXPORT"):
+            raise ValueError(f"c_api.h: declaration not on one line or not understood: {line!r}")
+        types.append(raw.replace("NCNN_EXPORT ", ""))
+    # a dangling "}" of the extern "C" block is dropped above; struct bodies end with "};"
+    return "\n".join(types), funcs
+
+
+# capi.py's return categories for each C return category
+_CAPI_RET = {"void": "void", "int": "int", "size_t": "size_t", "handle": "ptr", "rawptr": "ptr", "str": "str"}
+_C_ERROR = {"int": "-1", "size_t": "0", "float": "0.0f", "handle": "NULL", "rawptr": "NULL", "str": "NULL"}
+
+
+def check_against_capi(funcs: list[Func]) -> list[str]:
+    """Differences between the header and ncnn_c.capi.EXPORTS (empty when consistent)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from ncnn_c import capi
+    finally:
+        sys.path.pop(0)
+    problems = []
+    names = {f.name for f in funcs}
+    for f in funcs:
+        impl = capi.EXPORTS.get(f.name)
+        if impl is None:
+            problems.append(f"{f.name}: declared in c_api.h, missing in ncnn_c.capi")
+        elif impl.c_return != _CAPI_RET[f.ret_cat]:
+            problems.append(f"{f.name}: c_api.h returns {f.ret}, ncnn_c.capi says {impl.c_return}")
+    for name in sorted(set(capi.EXPORTS) - names):
+        problems.append(f"{name}: in ncnn_c.capi, not declared in c_api.h")
+    return problems
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def build_paths() -> list[str]:
+    """sys.path entries the embedded Python needs: the repo, then this interpreter's site dirs."""
+    paths = [str(ROOT)]
+    cands = [sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib")]
+    try:
+        cands += site.getsitepackages()
+    except AttributeError:  # old virtualenv's site module
+        pass
+    for p in cands:
+        if p and os.path.isdir(p) and p not in paths:
+            paths.append(p)
+    return paths
+
+
+_GUARD_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct _ncnn_c_opaque { void* pthis; };
+
+/* extern "Python" callbacks: cffi defines them after this code */
+static int _ncnn_c_alive(void);
+@IMPL_DECLS@
+
+static const char ncnn_c_build_pythonpath[] = @BUILD_PATHS@;
+static pthread_once_t ncnn_c_once = PTHREAD_ONCE_INIT;
+static int ncnn_c_state = 0;   /* 1: Python side up, -1: it failed to start */
+static int ncnn_c_we_started = 0;
+
+static int _ncnn_c_started_python(void) { return ncnn_c_we_started; }
+
+/* Start the interpreter ourselves when nobody has: cffi would, but with the default
+ * module path, and it must import _cffi_backend (from our build-time site-packages)
+ * before any of our init code runs. A host Python (ctypes) is used as it is. */
+static void ncnn_c_start(void)
+{
+    if (!Py_IsInitialized())
+    {
+        const char* env_front = getenv("@ENV_PYTHONPATH@");
+        const char* env_back = getenv("PYTHONPATH");
+        size_t n = sizeof(ncnn_c_build_pythonpath) + 3;
+        char* joined;
+        PyConfig cfg;
+        PyStatus st;
+
+        n += env_front ? strlen(env_front) : 0;
+        n += env_back ? strlen(env_back) : 0;
+        joined = (char*)malloc(n);
+        if (!joined)
+        {
+            fprintf(stderr, "ncnn_c: out of memory starting Python\n");
+            ncnn_c_state = -1;
+            return;
+        }
+        snprintf(joined, n, "%s%s%s%s%s", env_front && *env_front ? env_front : "",
+                 env_front && *env_front ? ":" : "", ncnn_c_build_pythonpath,
+                 env_back && *env_back ? ":" : "", env_back && *env_back ? env_back : "");
+
+        PyConfig_InitPythonConfig(&cfg);
+        cfg.install_signal_handlers = 0;
+        cfg.parse_argv = 0;
+        st = PyConfig_SetBytesString(&cfg, &cfg.pythonpath_env, joined);
+        free(joined);
+        if (!PyStatus_Exception(st))
+            st = Py_InitializeFromConfig(&cfg);
+        PyConfig_Clear(&cfg);
+        if (PyStatus_Exception(st))
+        {
+            fprintf(stderr, "ncnn_c: cannot start the embedded Python: %s%s%s\n",
+                    st.func ? st.func : "", st.func ? ": " : "", st.err_msg ? st.err_msg : "unknown error");
+            ncnn_c_state = -1;
+            return;
+        }
+        ncnn_c_we_started = 1;
+        PyEval_SaveThread(); /* cffi's entry points take the GIL themselves */
+    }
+    ncnn_c_state = _ncnn_c_alive() == 1 ? 1 : -1;
+}
+
+static int ncnn_c_guard(const char* fn)
+{
+    if (__atomic_load_n(&ncnn_c_state, __ATOMIC_ACQUIRE) == 1)
+        return 1;
+    pthread_once(&ncnn_c_once, ncnn_c_start);
+    if (ncnn_c_state == 1)
+        return 1;
+    fprintf(stderr, "ncnn_c: %s: library unusable, its embedded Python failed to start "
+                    "(see the first ncnn_c message; %s adds module paths)\n", fn, "@ENV_PYTHONPATH@");
+    return 0;
+}
+"""
+
+
+def generate(funcs: list[Func], types_cdef: str, paths: list[str]) -> tuple[str, str, str]:
+    """(cdef, C source, Python init code)."""
+    cdef = [
+        types_cdef,
+        "struct _ncnn_c_opaque { void* pthis; };",
+        'extern "Python" int _ncnn_c_alive(void);',
+        'extern "Python" void* _ncnn_c_fast_malloc(ncnn_allocator_t allocator, size_t size);',
+        'extern "Python" void _ncnn_c_fast_free(ncnn_allocator_t allocator, void* ptr);',
+        "int _ncnn_c_started_python(void);",
+    ]
+    decls = "\n".join(f"static {f.ret} _impl_{f.name}({f.c_params()});" for f in funcs)
+    guard = (
+        _GUARD_C.replace("@BUILD_PATHS@", _c_string(":".join(paths)))
+        .replace("@ENV_PYTHONPATH@", ENV_PYTHONPATH)
+        .replace("@IMPL_DECLS@", decls)
+    )
+    src = ['#include "ncnn/c_api.h"', guard]
+    for f in funcs:
+        cdef.append(f'extern "Python" {f.ret} _impl_{f.name}({f.c_params()});')
+        body = []
+        if f.ret_cat == "void":
+            body.append(f'    if (!ncnn_c_guard("{f.name}"))\n        return;')
+            body.append(f"    _impl_{f.name}({f.c_args()});")
+        else:
+            clear = "".join(
+                f"        if ({p.name}) *{p.name} = NULL;\n" for p in f.params if p.cat == "out_handle"
+            )
+            body.append(
+                f'    if (!ncnn_c_guard("{f.name}"))\n    {{\n{clear}        return {_C_ERROR[f.ret_cat]};\n    }}'
+            )
+            body.append(f"    return _impl_{f.name}({f.c_args()});")
+        src.append(f"NCNN_EXPORT {f.ret} {f.name}({f.c_params()})\n{{\n" + "\n".join(body) + "\n}\n")
+    sigs = [(f.name, f.ret, f.ret_cat, tuple((p.ctype, p.cat) for p in f.params)) for f in funcs]
+    init = (
+        f"_MODULE = {MODULE!r}\n_BUILD_PATHS = {paths!r}\n_ENV_PYTHONPATH = {ENV_PYTHONPATH!r}\n"
+        f"_SIGNATURES = {sigs!r}\n\n" + BRIDGE.read_text()
+    )
+    return "\n".join(cdef), "\n".join(src), init
+
+
+def build(build_dir: Path) -> Path:
+    import cffi
+
+    funcs_types, funcs = parse_header(HEADER.read_text())
+    problems = check_against_capi(funcs)
+    if problems:
+        raise SystemExit("capi/build.py: header and ncnn_c.capi disagree:\n  " + "\n  ".join(problems))
+    paths = build_paths()
+    cdef, csrc, init = generate(funcs, funcs_types, paths)
+
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.embedding_init_code(init)
+    ffi.set_source(
+        MODULE,
+        csrc,
+        include_dirs=[str(INCLUDE)],
+        define_macros=[("NCNN_C_BUILDING_LIBRARY", "1")],
+        # -Wno-attributes: ncnn's "struct NCNN_EXPORT name" lines, kept verbatim.
+        extra_compile_args=["-fvisibility=hidden", "-O1", "-Wno-attributes"],
+        # libpython lives outside the loader's default path (pyenv); record where.
+        extra_link_args=[f"-Wl,-rpath,{libdir}"] if libdir else [],
+    )
+    build_dir.mkdir(parents=True, exist_ok=True)
+    out = ffi.compile(tmpdir=str(build_dir), target=f"lib{LIBNAME}.so", verbose=False)
+    _write_pkgconfig(build_dir)
+    return Path(out)
+
+
+def _write_pkgconfig(build_dir: Path) -> None:
+    (build_dir / f"{LIBNAME}.pc").write_text(
+        f"prefix={build_dir}\nincludedir={INCLUDE}\nlibdir={build_dir}\n\n"
+        f"Name: {LIBNAME}\nDescription: ncnn's C API over ncnn_c (embedded Python)\nVersion: 0.1.0\n"
+        f"Cflags: {cflags()}\nLibs: {libs(build_dir)}\n"
+    )
+
+
+def cflags() -> str:
+    return f"-I{INCLUDE} -I{INCLUDE / 'ncnn'}"
+
+
+def libs(build_dir: Path) -> str:
+    return f"-L{build_dir} -l{LIBNAME} -Wl,-rpath,{build_dir}"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ncnn_c.capi", description="build / locate libncnn_c.so")
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--build", action="store_true", help="build libncnn_c.so")
+    g.add_argument("--cflags", action="store_true", help="print compiler flags")
+    g.add_argument("--libs", action="store_true", help="print linker flags")
+    ap.add_argument(
+        "--build-dir",
+        default=os.environ.get(ENV_BUILD_DIR) or str(DEFAULT_BUILD_DIR),
+        help=f"where the library goes (default capi/build, env {ENV_BUILD_DIR})",
+    )
+    a = ap.parse_args(argv)
+    build_dir = Path(a.build_dir).resolve()
+    if a.cflags:
+        print(cflags())
+    elif a.libs:
+        print(libs(build_dir))
+    else:
+        out = build(build_dir)
+        print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,147 @@
+"""Byte sources for model files: the PyPI-shaped ``DataReader`` and its stock readers.
+
+A user may subclass ``DataReader`` the way the PyPI package allows (override
+``read(buf, size)``); the parsers only ever call ``read_bytes(n)``, which the stock
+readers implement directly (no per-call buffer copies) and the base class maps onto
+``read``. ``scan`` exists for API shape only: the text param parser reads the whole
+text through ``read`` and tokenises it itself, which also gives it line numbers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import logging
+
+log = logging.getLogger("ncnn_c")
+
+# Large reads are split into chunks so that an untrusted size (a garbage count in a
+# param file) never makes us allocate more than the data that really exists + 1 chunk.
+_CHUNK = 1 << 24
+
+
+class DataReader:
+    """Base class. Subclasses override ``read(buf, size) -> int`` (and ``scan``).
+
+    ``buf`` is a ctypes ``c_ubyte`` array of ``size`` bytes: fill it with slice
+    assignment (``buf[:n] = data``), ``ctypes.memmove(buf, src, n)`` or through
+    ``memoryview(buf)``, and return the number of bytes written. Returning a
+    bytes-like object instead is accepted too.
+    """
+
+    def scan(self, format: str, p) -> int:  # noqa: A002 - ncnn's name
+        return 0
+
+    def read(self, buf, size: int) -> int:
+        return 0
+
+    def read_bytes(self, n: int) -> bytes:
+        """Up to ``n`` bytes; fewer only at the end of the data."""
+        if n <= 0:
+            return b""
+        out = []
+        left = n
+        while left > 0:
+            want = min(left, _CHUNK)
+            buf = (ctypes.c_ubyte * want)()
+            got = self.read(buf, want)
+            if isinstance(got, (bytes, bytearray, memoryview)):
+                data = bytes(got)[:want]
+            else:
+                try:
+                    got = int(got)
+                except (TypeError, ValueError):
+                    got = 0
+                got = max(0, min(got, want))
+                data = bytes(memoryview(buf)[:got])
+            out.append(data)
+            left -= len(data)
+            if len(data) < want:
+                break
+        return b"".join(out)
+
+    def read_text(self, limit: int) -> bytes | None:
+        """Everything up to the first NUL byte or the end; None when over ``limit`` bytes."""
+        parts = []
+        total = 0
+        while True:
+            chunk = self.read_bytes(1 << 16)
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                chunk = chunk[:nul]
+            parts.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                return None
+            if nul >= 0 or len(chunk) < (1 << 16):
+                return b"".join(parts)
+
+
+class DataReaderFromStdio(DataReader):
+    """Reads from an open file object (binary mode preferred; text mode is encoded as UTF-8)."""
+
+    def __init__(self, fp) -> None:
+        self.fp = fp
+
+    def read_bytes(self, n: int) -> bytes:
+        if n <= 0:
+            return b""
+        out = []
+        left = n
+        while left > 0:
+            try:
+                data = self.fp.read(min(left, _CHUNK))
+            except (OSError, ValueError, io.UnsupportedOperation) as e:
+                log.error("DataReaderFromStdio: read failed: %s", e)
+                break
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            if not data:
+                break
+            out.append(data)
+            left -= len(data)
+        return b"".join(out)
+
+    def read(self, buf, size: int) -> int:
+        data = self.read_bytes(size)
+        ctypes.memmove(buf, data, len(data))
+        return len(data)
+
+
+class DataReaderFromMemory(DataReader):
+    """Reads from a bytes-like object; ``consumed`` counts the bytes read so far."""
+
+    def __init__(self, mem) -> None:
+        self._mem = memoryview(mem).cast("B")
+        self.consumed = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self._mem) - self.consumed
+
+    def read_bytes(self, n: int) -> bytes:
+        if n <= 0:
+            return b""
+        start = self.consumed
+        end = min(len(self._mem), start + n)
+        self.consumed = end
+        return self._mem[start:end].tobytes()
+
+    def read(self, buf, size: int) -> int:
+        data = self.read_bytes(size)
+        ctypes.memmove(buf, data, len(data))
+        return len(data)
+
+
+class DataReaderFromEmpty(DataReader):
+    """Every read succeeds with zeros: loads zero weights for structure-only params."""
+
+    def read_bytes(self, n: int) -> bytes:
+        return bytes(max(0, n))
+
+    def read(self, buf, size: int) -> int:
+        ctypes.memset(buf, 0, size)
+        return size
+
+    def read_text(self, limit: int) -> bytes | None:
+        return b""

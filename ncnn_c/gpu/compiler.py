@@ -1,0 +1,310 @@
+"""GLSL -> SPIR-V for the built-in layer shaders, in process through ``ncnn_c._native``.
+
+The shader registry is the sorted list of ``layer/vulkan/shader/*.comp``: a shader's
+type index is its position in that list, and its source hash (fnv1a-32 of the file
+bytes) goes into the pipeline cache keys, so editing one shader only invalidates the
+cache entries compiled from it.
+
+Before compiling, an option-dependent preamble of macros (storage / arithmetic types,
+buffer load/store helpers, ``NCNN_*`` feature switches) is inserted right after the
+``#version`` line, followed by a ``#line`` directive so compiler messages keep the
+file's own line numbers. The preamble depends only on the option's shader bits and on
+what the device supports, so identical bits always produce identical SPIR-V on one device.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from ..errors import NcnnError
+from ..option import SHADER_OPTION_BITS
+from .cachefile import fnv1a32
+
+log = logging.getLogger("ncnn_c")
+
+DEFAULT_SHADER_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "layer", "vulkan", "shader")
+
+
+class ShaderCompileError(NcnnError):
+    """GLSL that shaderc refused, or a shader name/index that does not exist."""
+
+
+class _Registry:
+    """Names, sources and hashes of one shader directory, read once."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        try:
+            files = sorted(f for f in os.listdir(directory) if f.endswith(".comp"))
+        except FileNotFoundError:
+            files = []
+        self.names = [f[: -len(".comp")] for f in files]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.sources: dict[int, bytes] = {}
+        self.hashes: dict[int, int] = {}
+
+
+_lock = threading.RLock()
+_shader_dir = os.environ.get("NCNN_C_SHADER_DIR") or DEFAULT_SHADER_DIR
+_registry: _Registry | None = None
+_compile_count = 0
+
+
+def set_shader_dir(directory: str | os.PathLike | None = None) -> None:
+    """Point the registry at another directory (tests) and forget everything read so far.
+
+    Calling it with the current directory re-reads the files, which is how a test
+    simulates a shader update between two runs.
+    """
+    global _shader_dir, _registry
+    with _lock:
+        _shader_dir = os.fspath(directory) if directory is not None else DEFAULT_SHADER_DIR
+        _registry = None
+
+
+def shader_dir() -> str:
+    return _shader_dir
+
+
+def _reg() -> _Registry:
+    global _registry
+    reg = _registry
+    if reg is None:
+        with _lock:
+            if _registry is None:
+                _registry = _Registry(_shader_dir)
+            reg = _registry
+    return reg
+
+
+def shader_names() -> list[str]:
+    """Shader names (file stems) in type-index order."""
+    return list(_reg().names)
+
+
+def shader_count() -> int:
+    return len(_reg().names)
+
+
+def shader_index(name: str) -> int:
+    """Type index of a shader name, -1 when there is no such shader."""
+    return _reg().index.get(name, -1)
+
+
+def resolve_index(name_or_index) -> int:
+    """Type index of a shader name or index; raises ShaderCompileError when it does not exist."""
+    reg = _reg()
+    if isinstance(name_or_index, str):
+        index = reg.index.get(name_or_index, -1)
+        if index < 0:
+            raise ShaderCompileError(f"unknown shader {name_or_index!r} (shader dir {reg.directory})")
+        return index
+    index = int(name_or_index)
+    if not 0 <= index < len(reg.names):
+        raise ShaderCompileError(f"shader index {index} out of range 0..{len(reg.names) - 1}")
+    return index
+
+
+def shader_name(index: int) -> str:
+    return _reg().names[resolve_index(index)]
+
+
+def shader_source(index: int) -> bytes:
+    """The GLSL file bytes of a shader (read once per process)."""
+    reg = _reg()
+    index = resolve_index(index)
+    src = reg.sources.get(index)
+    if src is None:
+        with open(os.path.join(reg.directory, reg.names[index] + ".comp"), "rb") as f:
+            src = f.read()
+        reg.sources[index] = src
+    return src
+
+
+def shader_source_hash(index: int) -> int:
+    """fnv1a-32 of the shader file bytes; 0 for an index that does not exist."""
+    reg = _reg()
+    if not isinstance(index, int) or not 0 <= index < len(reg.names):
+        return 0
+    h = reg.hashes.get(index)
+    if h is None:
+        h = fnv1a32(shader_source(index))
+        # 0 means "no hash" to the cache (never cache), so a real 0 is remapped.
+        h = h or 1
+        reg.hashes[index] = h
+    return h
+
+
+# -- option preamble -----------------------------------------------------------------
+
+# Device features that gate option flags, and what to assume when the device object
+# does not say. fp16/int8/bf16 "packed" only needs core GLSL pack/unpack functions.
+_FEATURE_DEFAULTS = {
+    "fp16_packed": True,
+    "fp16_storage": False,
+    "fp16_arithmetic": False,
+    "fp16_uniform": False,
+    "int8_packed": True,
+    "int8_storage": False,
+    "int8_arithmetic": False,
+    "int8_uniform": False,
+    "bf16_packed": True,
+    "bf16_storage": False,
+    "subgroup_ops": False,
+    "cooperative_matrix": False,
+}
+
+
+def _device_supports(info, feature: str) -> bool:
+    if info is None:
+        return _FEATURE_DEFAULTS[feature]
+    value = getattr(info, "support_" + feature, None)
+    if value is None:
+        return _FEATURE_DEFAULTS[feature]
+    if callable(value):
+        value = value()
+    return bool(value)
+
+
+def effective_flags(opt_bits: int, info=None) -> dict[str, bool]:
+    """The shader option flags after removing what the device cannot do."""
+    flags = {}
+    for i, name in enumerate(SHADER_OPTION_BITS):
+        on = bool(opt_bits >> i & 1)
+        feature = name[len("use_") :]
+        if on and feature in _FEATURE_DEFAULTS:
+            on = _device_supports(info, feature)
+        flags[name] = on
+    return flags
+
+
+def preamble(opt_bits: int, info=None) -> str:
+    """The macro block inserted after ``#version`` for these option bits on this device."""
+    f = effective_flags(opt_bits, info)
+    s16 = f["use_fp16_storage"]
+    p16 = f["use_fp16_packed"] and not s16
+    a16 = f["use_fp16_arithmetic"]
+    lines = []
+    if s16 or f["use_fp16_uniform"]:
+        lines.append("#extension GL_EXT_shader_16bit_storage: require")
+    if a16:
+        lines.append("#extension GL_EXT_shader_explicit_arithmetic_types_float16: require")
+    if f["use_int8_storage"] or f["use_int8_uniform"]:
+        lines.append("#extension GL_EXT_shader_8bit_storage: require")
+    if f["use_int8_arithmetic"]:
+        lines.append("#extension GL_EXT_shader_explicit_arithmetic_types_int8: require")
+
+    if s16:
+        lines += ["#define sfp float16_t", "#define sfpvec2 f16vec2", "#define sfpvec4 f16vec4"]
+    elif p16:
+        lines += ["#define sfp float", "#define sfpvec2 uint", "#define sfpvec4 uvec2"]
+    else:
+        lines += ["#define sfp float", "#define sfpvec2 vec2", "#define sfpvec4 vec4"]
+    if a16:
+        lines += [
+            "#define afp float16_t",
+            "#define afpvec2 f16vec2",
+            "#define afpvec4 f16vec4",
+            "#define afpmat4 f16mat4",
+        ]
+    else:
+        lines += ["#define afp float", "#define afpvec2 vec2", "#define afpvec4 vec4", "#define afpmat4 mat4"]
+
+    # Scalars are never packed, so the plain constructors convert in every combination.
+    lines += [
+        "#define buffer_ld1(buf,i) afp(buf[i])",
+        "#define buffer_st1(buf,i,v) {buf[i]=sfp(v);}",
+        "#define buffer_cp1(buf,i,sbuf,si) {buf[i]=sbuf[si];}",
+    ]
+    if p16:
+        lines += [
+            "#define buffer_ld2(buf,i) afpvec2(unpackHalf2x16(buf[i]))",
+            "#define buffer_st2(buf,i,v) {buf[i]=packHalf2x16(vec2(v));}",
+            "#define buffer_ld4(buf,i) afpvec4(vec4(unpackHalf2x16(buf[i].x),unpackHalf2x16(buf[i].y)))",
+            "#define buffer_st4(buf,i,v) {buf[i]=uvec2(packHalf2x16(vec4(v).rg),packHalf2x16(vec4(v).ba));}",
+        ]
+    else:
+        lines += [
+            "#define buffer_ld2(buf,i) afpvec2(buf[i])",
+            "#define buffer_st2(buf,i,v) {buf[i]=sfpvec2(v);}",
+            "#define buffer_ld4(buf,i) afpvec4(buf[i])",
+            "#define buffer_st4(buf,i,v) {buf[i]=sfpvec4(v);}",
+        ]
+    lines += [
+        "#define buffer_cp2(buf,i,sbuf,si) {buf[i]=sbuf[si];}",
+        "#define buffer_cp4(buf,i,sbuf,si) {buf[i]=sbuf[si];}",
+        # A specialization constant of 0 means "not known at pipeline creation": the
+        # shader then reads the value from the push constant block of the same name.
+        "#define psc(x) (x==0?p.x:x)",
+    ]
+    for name in SHADER_OPTION_BITS:
+        lines.append(f"#define NCNN_{name[len('use_') :]} {int(f[name])}")
+    lines.append("#define NCNN_image_shader 0")
+    return "\n".join(lines) + "\n"
+
+
+def with_preamble(source: bytes, opt_bits: int, info=None) -> bytes:
+    """Insert the preamble after the ``#version`` line (or add ``#version 450`` first)."""
+    text = source.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    version_at = -1
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("#version"):
+            version_at = i
+            break
+    pre = preamble(opt_bits, info)
+    if version_at < 0:
+        head, rest, first_line = "#version 450\n", text, 1
+    else:
+        head = "\n".join(lines[: version_at + 1]) + "\n"
+        rest = "\n".join(lines[version_at + 1 :])
+        first_line = version_at + 2
+    return (head + pre + f"#line {first_line}\n" + rest).encode()
+
+
+# -- compilation -----------------------------------------------------------------------
+
+
+def _default_info(opt):
+    """GpuInfo of the device the option points at, None when it cannot be known."""
+    try:
+        from . import device
+    except Exception:
+        return None
+    try:
+        index = getattr(opt, "vulkan_device_index", -1)
+        if index is None or index < 0:
+            index = device.get_default_gpu_index()
+        return device.get_gpu_info(index)
+    except Exception:
+        return None
+
+
+def compile_count() -> int:
+    """GLSL -> SPIR-V compilations done by this process."""
+    return _compile_count
+
+
+def compile_glsl(source: bytes, name: str = "shader") -> bytes:
+    """Compile a complete compute shader (no preamble added); raises ShaderCompileError."""
+    global _compile_count
+    from .._native import compile_glsl as native_compile
+
+    # Optimisation level zero: several times faster to compile than "performance",
+    # and the driver optimises the SPIR-V again anyway.
+    ok, out = native_compile(source, name, optimize=False)
+    with _lock:
+        _compile_count += 1
+    if not ok:
+        raise ShaderCompileError(f"{name}: {out.decode('utf-8', errors='replace').strip()}")
+    return out
+
+
+def compile_shader(name_or_index, opt, vkdev=None) -> bytes:
+    """SPIR-V of a registry shader for ``opt``'s shader bits on ``vkdev`` (or opt's device)."""
+    index = resolve_index(name_or_index)
+    info = vkdev.info if vkdev is not None else _default_info(opt)
+    source = with_preamble(shader_source(index), opt.shader_bits(), info)
+    return compile_glsl(source, _reg().names[index] + ".comp")

@@ -1,0 +1,492 @@
+"""PipelineCache: the live pipeline objects of one device, and their persistent cache file.
+
+Three layers, as seed 000 describes:
+
+* live artifacts: every pipeline request gets a 128-bit digest (shader index or SPIR-V
+  murmur3, option bits, local size, subgroup size, specialization hashes); a repeated
+  request returns the same shader module / layouts / pipeline / update template without
+  touching Vulkan. The cache owns these objects; ``Pipeline`` only borrows the handles.
+* SPIR-V entries: compiled SPIR-V of builtin shaders, keyed by (shader index, option
+  bits) and checked against the shader's current source hash, so a warm start skips GLSL
+  compilation. Raw SPIR-V given by the caller is never stored here: it has no stable key.
+* the driver's ``VkPipelineCache``: passed to every pipeline creation, saved as a blob and
+  merged back on load.
+
+``save_cache`` / ``load_cache`` move the last two through ``cachefile`` (format and
+validation live there). Any load failure rejects the whole file and leaves this object
+exactly as it was; a rejected cache is a cache miss, never an error for the application.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import os
+import struct
+import threading
+import weakref
+
+from .. import __version__
+from ..errors import NcnnError
+from . import _vk_pipeline as _vkp
+from . import cachefile, compiler
+from .spirv import ShaderInfo, resolve_shader_info
+
+log = logging.getLogger("ncnn_c")
+
+LOCAL_SIZE_SPEC_IDS = (233, 234, 235)
+
+
+def _version_number(v: str) -> int:
+    parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in v.split(".")[:3]]
+    parts += [0] * (3 - len(parts))
+    return parts[0] * 1000000 + parts[1] * 1000 + parts[2]
+
+
+# The library version stored in (and required by) cache files: a new release may change
+# shader generation in ways the per-shader source hashes do not see (the preamble).
+NCNN_VERSION = _version_number(__version__)
+
+
+class PipelineCacheError(NcnnError):
+    """A pipeline that could not be created (bad request, compile or Vulkan failure)."""
+
+
+def pack_specializations(specializations) -> bytes:
+    """4 bytes per value: ints as 32-bit (signed or unsigned), floats as IEEE float32."""
+    out = bytearray()
+    for v in specializations or ():
+        if isinstance(v, numbers.Integral):
+            # Negative ints wrap to their two's complement bits, as a C int32 would.
+            out += struct.pack("<I", int(v) & 0xFFFFFFFF)
+        elif isinstance(v, numbers.Real):
+            out += struct.pack("<f", float(v))
+        else:
+            raise PipelineCacheError(f"specialization value {v!r} is neither int nor float")
+    return bytes(out)
+
+
+def _log2_nibble(v: int) -> int:
+    # Exact for powers of two up to 2^14; anything else shares nibble 15 and is told
+    # apart by the exact request kept with each artifact.
+    if v > 0 and v & (v - 1) == 0 and v.bit_length() <= 15:
+        return v.bit_length() - 1
+    return 15
+
+
+def make_digest(
+    key: int, raw: bool, opt_bits: int, local_size, subgroup_size: int, spec_data: bytes
+) -> bytes:
+    """The 128-bit request digest: u32 shader index or SPIR-V murmur3, u16 option bits
+    (bit 15 = raw SPIR-V), u16 of four log2 nibbles (local x/y/z, subgroup size),
+    u32 specialization murmur3, u32 specialization fnv1a."""
+    flags = (opt_bits & 0x7FFF) | (0x8000 if raw else 0)
+    x, y, z = local_size
+    sizes = _log2_nibble(x) | _log2_nibble(y) << 4 | _log2_nibble(z) << 8 | _log2_nibble(subgroup_size) << 12
+    return struct.pack(
+        "<IHHII",
+        key & 0xFFFFFFFF,
+        flags,
+        sizes,
+        cachefile.murmur3_32(spec_data),
+        cachefile.fnv1a32(spec_data),
+    )
+
+
+class Artifact:
+    """The live Vulkan objects of one pipeline request (owned by the cache)."""
+
+    __slots__ = (
+        "request",
+        "shader_module",
+        "descriptorset_layout",
+        "pipeline_layout",
+        "pipeline",
+        "descriptor_update_template",
+        "shader_info",
+    )
+
+    def __init__(self, request, shader_info: ShaderInfo) -> None:
+        self.request = request
+        self.shader_info = shader_info
+        self.shader_module = None
+        self.descriptorset_layout = None
+        self.pipeline_layout = None
+        self.pipeline = None
+        self.descriptor_update_template = None
+
+
+class _SpirvRecord:
+    __slots__ = ("source_hash", "spirv", "shader_info")
+
+    def __init__(self, source_hash: int, spirv: bytes, shader_info: ShaderInfo) -> None:
+        self.source_hash = source_hash
+        self.spirv = spirv
+        self.shader_info = shader_info
+
+
+class PipelineCache:
+    """Pipeline artifacts, SPIR-V and driver cache of one VulkanDevice (seed 000)."""
+
+    def __init__(self, vkdev) -> None:
+        if vkdev is None:
+            raise PipelineCacheError("PipelineCache needs a VulkanDevice")
+        self.vkdev = vkdev
+        self.device_index = getattr(vkdev, "device_index", -1)
+        self._lock = threading.RLock()
+        self._digests: dict[bytes, list[Artifact]] = {}
+        self._artifacts: list[Artifact] = []
+        self._spirv: dict[tuple[int, int], _SpirvRecord] = {}
+        self._vk_pipeline_cache = None
+        self._destroyed = False
+        self._stats = dict.fromkeys(
+            (
+                "compiled",
+                "spirv_hits",
+                "artifact_hits",
+                "pipelines_created",
+                "loaded_spirv_entries",
+                "driver_blob_bytes",
+                "last_load_bytes",
+                "last_save_bytes",
+            ),
+            0,
+        )
+        self._last_load_error: str | None = None
+        self._ensure_vk_pipeline_cache()
+        # Our objects must go before the VkDevice does; the weak reference keeps the
+        # device from extending the cache's life.
+        add_hook = getattr(vkdev, "add_destroy_hook", None)
+        if callable(add_hook):
+            ref = weakref.ref(self)
+
+            def _before_device_destroy(_dev, ref=ref) -> None:
+                cache = ref()
+                if cache is not None:
+                    cache.destroy()
+
+            add_hook(_before_device_destroy)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    @property
+    def _bug_online_cache(self) -> bool:
+        return bool(getattr(self.vkdev.info, "bug_corrupted_online_pipeline_cache", False))
+
+    def _ensure_vk_pipeline_cache(self):
+        if self._vk_pipeline_cache is None and not self._bug_online_cache:
+            try:
+                self._vk_pipeline_cache = _vkp.create_pipeline_cache(self.vkdev)
+            except NcnnError as e:
+                # Only an optimisation: pipelines are still created without it.
+                log.warning("PipelineCache: no driver pipeline cache (%s)", e)
+        return self._vk_pipeline_cache
+
+    def can_cache_spirv(self, opt) -> bool:
+        """SPIR-V depends on the device it was generated for: only cache for our device."""
+        index = getattr(opt, "vulkan_device_index", -1)
+        return index is None or index == -1 or index == self.device_index
+
+    def _identity(self) -> cachefile.Identity:
+        return cachefile.identity_of(self.vkdev.info, NCNN_VERSION)
+
+    # -- pipeline requests -------------------------------------------------------------
+
+    def get_pipeline(
+        self, shader, opt, specializations=(), local_size=(1, 1, 1), subgroup_size=None
+    ) -> Artifact:
+        """The artifact for a builtin shader (name or type index) or raw SPIR-V (bytes / words).
+
+        Raises PipelineCacheError (or ShaderCompileError / SpirvError / VulkanError);
+        nothing is left behind on failure.
+        """
+        if self._destroyed:
+            raise PipelineCacheError("PipelineCache used after destroy()")
+        if subgroup_size is None:
+            subgroup_size = int(getattr(self.vkdev.info, "subgroup_size", 0) or 0)
+        local_size = tuple(int(v) for v in local_size)
+        spec_data = pack_specializations(specializations)
+        opt_bits = opt.shader_bits()
+
+        raw = not isinstance(shader, (str, numbers.Integral))
+        if raw:
+            spirv = _spirv_bytes(shader)
+            key = cachefile.murmur3_32(spirv)
+        else:
+            spirv = None
+            key = compiler.resolve_index(shader)
+            if compiler.shader_source_hash(key) == 0:
+                raise PipelineCacheError(f"shader index {key} does not exist")
+
+        digest = make_digest(key, raw, opt_bits, local_size, subgroup_size, spec_data)
+        # The exact request disambiguates the (rare) digest collisions.
+        request = (raw, key, opt_bits, local_size, subgroup_size, spec_data, spirv)
+        reuse = not self._bug_online_cache
+
+        with self._lock:
+            if reuse:
+                for art in self._digests.get(digest, ()):
+                    if art.request == request:
+                        self._stats["artifact_hits"] += 1
+                        return art
+
+            if raw:
+                shader_info = resolve_shader_info(spirv)
+            else:
+                spirv, shader_info = self._builtin_spirv(key, opt)
+
+            art = self._new_pipeline(
+                request, spirv, shader_info, local_size, spec_data, len(specializations or ())
+            )
+            self._artifacts.append(art)
+            if reuse:
+                self._digests.setdefault(digest, []).append(art)
+            return art
+
+    def _builtin_spirv(self, index: int, opt) -> tuple[bytes, ShaderInfo]:
+        opt_bits = opt.shader_bits()
+        source_hash = compiler.shader_source_hash(index)
+        use_spirv_cache = source_hash != 0 and self.can_cache_spirv(opt)
+        if use_spirv_cache:
+            rec = self._spirv.get((index, opt_bits))
+            if rec is not None and rec.source_hash == source_hash:
+                self._stats["spirv_hits"] += 1
+                return rec.spirv, rec.shader_info
+        spirv = compiler.compile_shader(index, opt, self.vkdev)
+        self._stats["compiled"] += 1
+        shader_info = resolve_shader_info(spirv)
+        if use_spirv_cache:
+            # Same key overwrites: a stale entry (old source hash) is replaced, not kept.
+            self._spirv[(index, opt_bits)] = _SpirvRecord(source_hash, spirv, shader_info)
+        return spirv, shader_info
+
+    def _new_pipeline(
+        self, request, spirv: bytes, shader_info: ShaderInfo, local_size, spec_data, spec_count
+    ) -> Artifact:
+        if spec_count != shader_info.specialization_count:
+            raise PipelineCacheError(
+                f"{spec_count} specializations given, the shader declares {shader_info.specialization_count}"
+            )
+        spec_ids = list(shader_info.specialization_ids) + list(LOCAL_SIZE_SPEC_IDS)
+        spec_data = spec_data + struct.pack("<3I", *local_size)
+        vkdev = self.vkdev
+        art = Artifact(request, shader_info)
+        try:
+            art.shader_module = _vkp.create_shader_module(vkdev, spirv)
+            art.descriptorset_layout = _vkp.create_descriptor_set_layout(vkdev, shader_info.binding_types)
+            art.pipeline_layout = _vkp.create_pipeline_layout(
+                vkdev, art.descriptorset_layout, shader_info.push_constant_count
+            )
+            art.pipeline = _vkp.create_compute_pipeline(
+                vkdev, self._vk_pipeline_cache, art.shader_module, art.pipeline_layout, spec_ids, spec_data
+            )
+            art.descriptor_update_template = _vkp.create_descriptor_update_template(
+                vkdev, art.descriptorset_layout, art.pipeline_layout, shader_info.binding_types
+            )
+        except BaseException:
+            # Roll back in reverse creation order so a failed request leaks nothing.
+            _destroy_artifact(vkdev, art)
+            raise
+        self._stats["pipelines_created"] += 1
+        return art
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Destroy every live artifact (seed 000 §3.2 order); SPIR-V and driver cache stay."""
+        with self._lock:
+            arts, self._artifacts, self._digests = self._artifacts, [], {}
+            if not self._device_alive():
+                return
+            for art in arts:
+                _destroy_artifact(self.vkdev, art)
+
+    def size(self) -> int:
+        """Number of live pipeline artifacts."""
+        with self._lock:
+            return len(self._artifacts)
+
+    def _device_alive(self) -> bool:
+        return getattr(self.vkdev, "vk_device", None) is not None and not getattr(
+            self.vkdev, "destroyed", False
+        )
+
+    def destroy(self) -> None:
+        """clear(), then destroy the driver VkPipelineCache. Idempotent."""
+        with self._lock:
+            if self._destroyed:
+                return
+            if not self._device_alive():
+                # The device already took every object with it; only forget the handles.
+                self._artifacts, self._digests, self._vk_pipeline_cache = [], {}, None
+                self._destroyed = True
+                return
+            self.clear()
+            if self._vk_pipeline_cache is not None:
+                _vkp.destroy_pipeline_cache(self.vkdev, self._vk_pipeline_cache)
+                self._vk_pipeline_cache = None
+            self._destroyed = True
+
+    def __enter__(self) -> PipelineCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+    def __del__(self) -> None:
+        try:
+            if not getattr(self, "_destroyed", True):
+                self.destroy()
+        except Exception:
+            pass  # interpreter shutdown: the device may already be gone
+
+    # -- persistence -------------------------------------------------------------------
+
+    def load_cache(self, src) -> int:
+        """Load a cache file (bytes-like, path or binary file object); 0 on success.
+
+        Any failure rejects the whole file, is logged, and leaves the cache unchanged.
+        """
+        try:
+            data = cachefile.read_source(src)
+            infos: dict[bytes, ShaderInfo] = {}
+
+            def resolve(spirv: bytes) -> ShaderInfo:
+                info = resolve_shader_info(spirv)
+                infos[spirv] = info
+                return info
+
+            identity = self._identity()
+            entries, blob = cachefile.decode(data, identity, compiler.shader_source_hash, resolve)
+            cachefile.validate_driver_blob(
+                blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
+            )
+            with self._lock:
+                if self._destroyed:
+                    raise cachefile.CacheRejected("PipelineCache already destroyed")
+                # The merge is the last step that can fail; the SPIR-V map is only touched after it.
+                if blob and self._ensure_vk_pipeline_cache() is not None:
+                    try:
+                        _vkp.merge_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache, blob)
+                    except NcnnError as e:
+                        raise cachefile.CacheRejected(f"driver blob not accepted by the driver: {e}") from e
+                for e in entries:
+                    self._spirv[(e.shader_type_index, e.opt_bits)] = _SpirvRecord(
+                        e.source_hash, e.spirv, infos.get(e.spirv) or resolve_shader_info(e.spirv)
+                    )
+                self._stats["loaded_spirv_entries"] += len(entries)
+                self._stats["driver_blob_bytes"] = len(blob)
+                self._stats["last_load_bytes"] = len(data)
+                self._last_load_error = None
+            return 0
+        except cachefile.CacheRejected as e:
+            self._last_load_error = str(e)
+            log.error("PipelineCache.load_cache: rejected %s: %s", _describe(src), e)
+            return -1
+        except Exception as e:  # never let a cache problem break the application
+            self._last_load_error = f"{type(e).__name__}: {e}"
+            log.error("PipelineCache.load_cache: rejected %s: %s", _describe(src), self._last_load_error)
+            return -1
+
+    def save_cache(self, dst) -> int:
+        """Write SPIR-V entries and the driver blob to a bytearray, path (atomic) or file object; 0 on success."""
+        try:
+            identity = self._identity()
+            with self._lock:
+                entries = [
+                    cachefile.SpirvEntry(index, opt_bits, rec.source_hash, rec.spirv)
+                    for (index, opt_bits), rec in sorted(self._spirv.items())
+                    # an entry of a shader edited since it was compiled would make the file stale
+                    if rec.source_hash == compiler.shader_source_hash(index)
+                ]
+                blob = b""
+                if self._vk_pipeline_cache is not None and not self._bug_online_cache:
+                    blob = _vkp.get_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache)
+            if blob:
+                try:
+                    cachefile.validate_driver_blob(
+                        blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
+                    )
+                except cachefile.CacheRejected as e:
+                    # A blob we would reject on load is worthless; keep the SPIR-V part.
+                    log.warning("PipelineCache.save_cache: dropping the driver blob: %s", e)
+                    blob = b""
+            data = cachefile.encode(identity, entries, blob)
+            cachefile.write_target(dst, data)
+            with self._lock:
+                self._stats["driver_blob_bytes"] = len(blob)
+                self._stats["last_save_bytes"] = len(data)
+            return 0
+        except Exception as e:
+            log.error("PipelineCache.save_cache: cannot save to %s: %s", _describe(dst), e)
+            return -1
+
+    def stats(self) -> dict:
+        with self._lock:
+            d = dict(self._stats)
+            d["spirv_entries"] = len(self._spirv)
+            d["artifacts"] = len(self._artifacts)
+            d["last_load_error"] = self._last_load_error
+            return d
+
+    def __repr__(self) -> str:
+        return f"<PipelineCache device {self.device_index} artifacts={len(self._artifacts)} spirv={len(self._spirv)}>"
+
+
+def _spirv_bytes(spirv) -> bytes:
+    if isinstance(spirv, (bytes, bytearray, memoryview)):
+        return bytes(spirv)
+    return struct.pack(f"<{len(spirv)}I", *(int(w) & 0xFFFFFFFF for w in spirv))
+
+
+def _describe(target) -> str:
+    if isinstance(target, (str, bytes, os.PathLike)) and not isinstance(target, bytes):
+        return repr(os.fspath(target))
+    if isinstance(target, (bytes, bytearray, memoryview)):
+        return f"{len(target)} bytes in memory"
+    return repr(getattr(target, "name", type(target).__name__))
+
+
+def _destroy_artifact(vkdev, art: Artifact) -> None:
+    # Order of seed 000 §3.2: update template, pipeline, pipeline layout, set layout, module.
+    if art.descriptor_update_template is not None:
+        _vkp.destroy_descriptor_update_template(vkdev, art.descriptor_update_template)
+        art.descriptor_update_template = None
+    if art.pipeline is not None:
+        _vkp.destroy_pipeline(vkdev, art.pipeline)
+        art.pipeline = None
+    if art.pipeline_layout is not None:
+        _vkp.destroy_pipeline_layout(vkdev, art.pipeline_layout)
+        art.pipeline_layout = None
+    if art.descriptorset_layout is not None:
+        _vkp.destroy_descriptor_set_layout(vkdev, art.descriptorset_layout)
+        art.descriptorset_layout = None
+    if art.shader_module is not None:
+        _vkp.destroy_shader_module(vkdev, art.shader_module)
+        art.shader_module = None
+
+
+# -- the per-device default cache (used when opt.pipeline_cache is None) -------------------
+
+_default_lock = threading.Lock()
+_default_caches: dict[int, tuple[object, PipelineCache]] = {}
+
+
+def default_cache(vkdev) -> PipelineCache:
+    """A process-wide PipelineCache for ``vkdev``, created on first use."""
+    with _default_lock:
+        entry = _default_caches.get(id(vkdev))
+        if entry is None or entry[0] is not vkdev:
+            entry = (vkdev, PipelineCache(vkdev))
+            _default_caches[id(vkdev)] = entry
+        return entry[1]
+
+
+def release_default_cache(vkdev=None) -> None:
+    """Destroy the default cache of ``vkdev`` (all devices when None); call before destroying a device."""
+    with _default_lock:
+        keys = list(_default_caches) if vkdev is None else [id(vkdev)]
+        for k in keys:
+            entry = _default_caches.pop(k, None)
+            if entry is not None:
+                entry[1].destroy()

@@ -1,0 +1,262 @@
+"""Device memory allocators (ncnn's VkAllocator family).
+
+Vulkan allocations are slow and limited in number (``maxMemoryAllocationCount`` can be as
+low as 4096), so every allocator here carves sub-ranges out of large blocks (one VkBuffer
+bound to one VkDeviceMemory each) and hands out ``VkBufferMemory`` = (buffer, offset,
+capacity). Freed ranges go back to their block's free list and are reused; a block is only
+destroyed by ``clear()`` (or when a one-off oversized staging block becomes free).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+
+from . import _vk
+
+log = logging.getLogger("ncnn_c")
+
+_USAGE = _vk.BUFFER_STORAGE | _vk.BUFFER_TRANSFER_SRC | _vk.BUFFER_TRANSFER_DST
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+class VkBufferMemory:
+    """A range of a device buffer: what a VkMat points at."""
+
+    __slots__ = ("buffer", "offset", "capacity", "memory", "mapped_ptr", "_block", "__weakref__")
+
+    def __init__(
+        self, buffer, offset: int, capacity: int, memory, mapped_ptr: int | None, block=None
+    ) -> None:
+        self.buffer = buffer
+        self.offset = offset
+        self.capacity = capacity
+        self.memory = memory
+        self.mapped_ptr = mapped_ptr
+        self._block = block
+
+    def __repr__(self) -> str:
+        mapped = f" mapped=0x{self.mapped_ptr:x}" if self.mapped_ptr else ""
+        return f"<VkBufferMemory offset={self.offset} capacity={self.capacity}{mapped}>"
+
+
+class _Block:
+    __slots__ = ("buffer", "memory", "size", "mapped", "free", "used", "type_index")
+
+    def __init__(self, buffer, memory, size: int, mapped: int | None, type_index: int) -> None:
+        self.buffer = buffer
+        self.memory = memory
+        self.size = size
+        self.mapped = mapped
+        self.type_index = type_index
+        self.free = [(0, size)]  # sorted (offset, size) ranges
+        self.used = 0
+
+    def take(self, size: int) -> int | None:
+        # best fit keeps big holes for big blobs
+        best = -1
+        for i, (_, s) in enumerate(self.free):
+            if s >= size and (best < 0 or s < self.free[best][1]):
+                best = i
+                if s == size:
+                    break
+        if best < 0:
+            return None
+        off, s = self.free[best]
+        if s == size:
+            del self.free[best]
+        else:
+            self.free[best] = (off + size, s - size)
+        self.used += size
+        return off
+
+    def give(self, off: int, size: int) -> None:
+        self.used -= size
+        i = bisect.bisect_left(self.free, (off, 0))
+        # merge with the following and the preceding hole
+        if i < len(self.free) and off + size == self.free[i][0]:
+            size += self.free[i][1]
+            del self.free[i]
+        if i > 0 and self.free[i - 1][0] + self.free[i - 1][1] == off:
+            off = self.free[i - 1][0]
+            size += self.free[i - 1][1]
+            i -= 1
+            del self.free[i]
+        self.free.insert(i, (off, size))
+
+
+class VkAllocator:
+    """Base class: ``fastMalloc(size) -> VkBufferMemory | None``, ``fastFree(bm)``, ``clear()``."""
+
+    memory_kind = "blob"  # which memory type family VulkanDevice.find_memory_type picks
+
+    def __init__(self, vkdev) -> None:
+        self.vkdev = vkdev
+        self.mappable = False
+        self.coherent = False
+        self._lock = threading.Lock()
+        self._alive = True
+        vkdev._register_allocator(self)
+
+    def fastMalloc(self, size: int):
+        raise NotImplementedError
+
+    def fastFree(self, bm) -> None:
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        pass
+
+    def _device_destroyed(self) -> None:
+        """The device is going away: free what we can, and make later frees no-ops."""
+        with self._lock:
+            self._destroy_all()
+            self._alive = False
+
+    def _destroy_all(self) -> None:
+        pass
+
+    def __del__(self) -> None:
+        try:
+            if self._alive:
+                with self._lock:
+                    self._destroy_all()
+                    self._alive = False
+        except Exception:  # interpreter shutdown: modules may already be gone
+            pass
+
+
+class VkBlobAllocator(VkAllocator):
+    """Sub-allocates device-local memory in blocks of ``block_size`` bytes (16 MiB default)."""
+
+    block_size = 16 << 20
+    keep_oversize = True
+
+    def __init__(
+        self, vkdev, preferred_block_size: int | None = None, host_visible: bool | None = None
+    ) -> None:
+        """``host_visible=False`` leaves blocks unmapped even on unified memory, so uploads and
+        downloads take the staging path a discrete GPU takes (used by tests)."""
+        super().__init__(vkdev)
+        if preferred_block_size:
+            self.block_size = preferred_block_size
+        self.alignment = max(vkdev.info.buffer_offset_alignment, 16)
+        self.blocks: list[_Block] = []
+        self.type_index, flags = vkdev.memory_type_for(self.memory_kind)
+        self.mappable = bool(flags & _vk.MEMORY_HOST_VISIBLE) and host_visible is not False
+        self.coherent = bool(flags & _vk.MEMORY_HOST_COHERENT)
+
+    def _new_block(self, size: int) -> _Block:
+        dev = self.vkdev.vk_device
+        buf = _vk.create_buffer(dev, size, _USAGE)
+        try:
+            req_size, _, bits = _vk.buffer_memory_requirements(dev, buf)
+            type_index = self.type_index
+            if not bits & (1 << type_index):
+                type_index, _ = self.vkdev.memory_type_for(self.memory_kind, bits)
+            mem = _vk.allocate_memory(dev, req_size, type_index)
+        except Exception:
+            _vk.destroy_buffer(dev, buf)
+            raise
+        try:
+            _vk.bind_buffer_memory(dev, buf, mem, 0)
+            mapped = _vk.map_memory(dev, mem) if self.mappable else None
+        except Exception:
+            _vk.destroy_buffer(dev, buf)
+            _vk.free_memory(dev, mem)
+            raise
+        block = _Block(buf, mem, size, mapped, type_index)
+        self.blocks.append(block)
+        return block
+
+    def _free_block(self, block: _Block) -> None:
+        dev = self.vkdev.vk_device
+        if block.mapped:
+            _vk.unmap_memory(dev, block.memory)
+        _vk.destroy_buffer(dev, block.buffer)
+        _vk.free_memory(dev, block.memory)
+
+    def fastMalloc(self, size: int):
+        size = _align(max(int(size), 4), self.alignment)
+        with self._lock:
+            if not self._alive:
+                log.error("VkAllocator.fastMalloc: the device was destroyed")
+                return None
+            for block in self.blocks:
+                if block.size - block.used >= size:
+                    off = block.take(size)
+                    if off is not None:
+                        return self._memory(block, off, size)
+            try:
+                block = self._new_block(max(size, self.block_size))
+            except _vk.VulkanError as e:
+                log.error("VkAllocator.fastMalloc(%d): %s", size, e)
+                return None
+            off = block.take(size)
+            return self._memory(block, off, size)
+
+    def _memory(self, block: _Block, off: int, size: int) -> VkBufferMemory:
+        mapped = block.mapped + off if block.mapped else None
+        return VkBufferMemory(block.buffer, off, size, block.memory, mapped, block)
+
+    def fastFree(self, bm) -> None:
+        if bm is None:
+            return
+        with self._lock:
+            block = bm._block
+            if not self._alive or block is None:
+                return
+            bm._block = None  # a second free of the same range must not corrupt the free list
+            block.give(bm.offset, bm.capacity)
+            if block.used == 0 and block.size > self.block_size and not self.keep_oversize:
+                self.blocks.remove(block)
+                self._free_block(block)
+
+    def clear(self) -> None:
+        """Destroy every block with nothing allocated in it."""
+        with self._lock:
+            if not self._alive:
+                return
+            keep = []
+            for block in self.blocks:
+                if block.used == 0:
+                    self._free_block(block)
+                else:
+                    keep.append(block)
+            self.blocks = keep
+
+    def _destroy_all(self) -> None:
+        for block in self.blocks:
+            self._free_block(block)
+        self.blocks = []
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {
+                "blocks": len(self.blocks),
+                "bytes": sum(b.size for b in self.blocks),
+                "used": sum(b.used for b in self.blocks),
+            }
+
+
+class VkWeightAllocator(VkBlobAllocator):
+    """Device-local memory for weights: written once by upload_model, freed with the net."""
+
+    memory_kind = "weight"
+    block_size = 8 << 20
+
+
+class VkStagingAllocator(VkBlobAllocator):
+    """Host-visible coherent memory for upload/download staging copies."""
+
+    memory_kind = "staging"
+    block_size = 16 << 20
+    keep_oversize = False  # a 100 MB weight staging buffer should not outlive its upload
+
+
+class VkWeightStagingAllocator(VkStagingAllocator):
+    """Staging memory used while uploading weights (a separate pool, as ncnn)."""

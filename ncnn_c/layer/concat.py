@@ -1,0 +1,51 @@
+"""Concat: join several blobs of the same rank along one axis (param 0, negative from the end)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from . import Layer
+
+log = logging.getLogger("ncnn_c")
+
+
+class Concat(Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = False
+        self.support_inplace = False
+        self.axis = 0
+
+    def load_param(self, pd) -> int:
+        self.axis = pd.get(0, 0)
+        return 0
+
+    def forward(self, bottoms, tops, opt) -> int:
+        dims = bottoms[0].dims
+        axis = self.axis + dims if self.axis < 0 else self.axis
+        parts = [b.tensor() for b in bottoms]
+        if not 0 <= axis < dims or any(b.dims != dims for b in bottoms):
+            log.error(
+                "Concat %r: cannot join %s along axis %d", self.name, [p.shape for p in parts], self.axis
+            )
+            return -1
+        shape = list(parts[0].shape)
+        shape[axis] = sum(p.shape[axis] for p in parts)
+        if any(
+            p.shape[:axis] + p.shape[axis + 1 :] != parts[0].shape[:axis] + parts[0].shape[axis + 1 :]
+            for p in parts
+        ):
+            log.error(
+                "Concat %r: shapes %s differ off axis %d", self.name, [p.shape for p in parts], self.axis
+            )
+            return -1
+        top = tops[0]
+        # Mat.create takes w, h[, d], c: the numpy shape reversed
+        top.create(*shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        if top.empty():
+            return -100
+        # writing into the top's view directly avoids np.concatenate's extra copy
+        np.concatenate(parts, axis=axis, out=top.tensor())
+        return 0

@@ -1,0 +1,48 @@
+"""Softmax along one axis (param 0, negative counts from the end), fp32, in place.
+
+Param 1 ``fixbug0``: early ncnn treated the axis of 3-D blobs wrongly; ncnn refuses to
+load a non-zero axis unless the converter marked the param file as fixed (1=1), and so
+do we, rather than reproduce the old wrong result.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from . import Layer
+
+log = logging.getLogger("ncnn_c")
+
+
+class Softmax(Layer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = True
+        self.support_inplace = True
+        self.axis = 0
+
+    def load_param(self, pd) -> int:
+        self.axis = pd.get(0, 0)
+        fixbug0 = pd.get(1, 0)
+        if fixbug0 == 0 and self.axis != 0:
+            log.error(
+                "Softmax %r: axis %d without fixbug0=1 is from a too old converter, regenerate the param",
+                self.name,
+                self.axis,
+            )
+            return -1
+        return 0
+
+    def forward_inplace(self, bottom_top, opt) -> int:
+        x = bottom_top.tensor()
+        dims = bottom_top.dims
+        axis = self.axis + dims if self.axis < 0 else self.axis
+        if not 0 <= axis < dims:
+            log.error("Softmax %r: axis %d out of range for a %d-D blob", self.name, self.axis, dims)
+            return -1
+        np.subtract(x, x.max(axis=axis, keepdims=True), out=x)
+        np.exp(x, out=x)
+        np.divide(x, x.sum(axis=axis, keepdims=True), out=x)
+        return 0

@@ -1,0 +1,122 @@
+"""Plumbing shared by the Vulkan layers: pipeline bookkeeping and blob-shape arithmetic.
+
+Every GPU layer mixes in ``VulkanLayer`` ahead of its CPU class
+(``class ReLU_vulkan(VulkanLayer, ReLU)``), creates its pipelines through
+``new_pipeline`` inside ``create_pipeline_vk`` (which ``create_pipeline`` calls when the
+layer has a device; without one it stays a CPU layer) and records work only with
+``cmd.record_pipeline`` (or ``record_upload`` / ``record_clone``). Shapes travel as push
+constants, so a pipeline never depends on a blob size and is never built in forward.
+
+Local sizes are fixed per shader rather than fitted to shapes: shapes are unknown when
+pipelines are created, and a fixed size keeps identical layers on one cached pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("ncnn_c")
+
+# Work-group shapes: 64 invocations fill a warp/wavefront-sized SIMD unit everywhere and
+# stay under every device's minimum limit of 128 invocations.
+LOCAL_1D = (64, 1, 1)
+LOCAL_2D = (8, 8, 1)
+
+
+class VulkanLayer:
+    """Mixin for ``<Type>_vulkan`` classes; goes first in the bases so its hooks run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_vulkan = True
+        self._pipelines: list = []
+
+    def create_pipeline(self, opt) -> int:
+        # without a device (no GPU, or the layer masked off Vulkan) the layer runs on the CPU
+        if self.vkdev is None:
+            return super().create_pipeline(opt)
+        return self.create_pipeline_vk(opt)
+
+    def create_pipeline_vk(self, opt) -> int:
+        """Create every Pipeline the GPU forward needs; shapes are not known yet."""
+        return 0
+
+    def new_pipeline(self, shader: str, opt, specializations, local_size=LOCAL_1D):
+        """A Pipeline for ``shader`` owned by this layer; None (logged) when creation fails."""
+        from ...gpu.pipeline import Pipeline
+
+        pipeline = Pipeline(self.vkdev)
+        pipeline.set_local_size_xyz(*local_size)
+        if pipeline.create(shader, self.shader_option(opt), list(specializations)) != 0:
+            log.error("%s %r: cannot create the %s pipeline", self.type, self.name, shader)
+            return None
+        self._pipelines.append(pipeline)
+        return pipeline
+
+    def shader_option(self, opt):
+        """``opt`` with the fp16 shader switches off unless this layer declares fp16 storage.
+
+        The net hands such a layer fp32 blobs whatever the option says, so its shaders must
+        be compiled for fp32 storage; it also keeps one pipeline per layer across option sets.
+        """
+        if self.support_fp16_storage or not (
+            opt.use_fp16_storage or opt.use_fp16_packed or opt.use_fp16_arithmetic
+        ):
+            return opt
+        opt = opt.copy()
+        opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
+        return opt
+
+    def accepts_3d(self, bottom) -> bool:
+        """Whether ``bottom`` is the 3-D elempack-1 blob this slice's shaders index; logs if not."""
+        if bottom.dims == 3 and bottom.elempack == 1:
+            return True
+        log.error(
+            "%s %r: needs a 3-D elempack 1 blob, got dims %d elempack %d",
+            self.type, self.name, bottom.dims, bottom.elempack,
+        )  # fmt: skip
+        return False
+
+    def destroy_pipeline(self, opt) -> int:
+        self.release_gpu_data()
+        for pipeline in self._pipelines:
+            pipeline.destroy()
+        self._pipelines = []
+        return super().destroy_pipeline(opt)
+
+    def release_gpu_data(self) -> None:
+        """Drop device-side weights (layers with uploaded data override this)."""
+
+
+def numpy_shape(m) -> tuple[int, ...]:
+    """A blob's shape in ncnn's numpy order: (w,), (h, w), (c, h, w) or (c, d, h, w)."""
+    return {1: (m.w,), 2: (m.h, m.w), 3: (m.c, m.h, m.w), 4: (m.c, m.d, m.h, m.w)}[m.dims]
+
+
+def channel_split(m) -> tuple[int, tuple[int, ...]]:
+    """(channels, in-channel extents slow to fast); 1-D/2-D blobs are one dense channel."""
+    shape = numpy_shape(m)
+    return (shape[0], shape[1:]) if m.dims >= 3 else (1, shape)
+
+
+def shape4(m) -> tuple[int, int, int, int, int]:
+    """(w, h, d, c, cstep) with absent axes as 1; a 1-D/2-D blob is a single channel."""
+    shape = numpy_shape(m)
+    w = shape[-1]
+    h = shape[-2] if m.dims >= 2 else 1
+    d = shape[1] if m.dims == 4 else 1
+    c = shape[0] if m.dims >= 3 else 1
+    return w, h, d, c, (m.cstep if m.dims >= 3 else w * h)
+
+
+def create_like_shape(top, shape, bottom, opt) -> None:
+    """``top.create`` for a numpy-order ``shape`` with ``bottom``'s element type and packing."""
+    top.create(
+        *shape[::-1], elemsize=bottom.elemsize, elempack=bottom.elempack, allocator=opt.blob_vkallocator
+    )
+
+
+def record_elementwise(cmd, pipeline, blob) -> None:
+    """Dispatch a shader over every element of ``blob`` as a (w*h*d, c) grid, skipping cstep padding."""
+    w, h, d, c, cstep = shape4(blob)
+    cmd.record_pipeline(pipeline, [blob], [w * h * d, c, cstep], (w * h * d, c, 1))

@@ -1,0 +1,58 @@
+"""Concat on the GPU along any axis of 1-D..4-D blobs: one copy dispatch per input,
+each writing its blob at a running offset into the output."""
+
+from __future__ import annotations
+
+import logging
+
+from ..concat import Concat
+from . import LOCAL_2D, VulkanLayer, create_like_shape, numpy_shape, shape4
+
+log = logging.getLogger("ncnn_c")
+
+# numpy-order axis -> index of the copyto offset (x, y, d, c) it moves, per dims
+_OFFSET_SLOT = {1: (0,), 2: (1, 0), 3: (3, 1, 0), 4: (3, 2, 1, 0)}
+
+
+class Concat_vulkan(VulkanLayer, Concat):
+    def create_pipeline_vk(self, opt) -> int:
+        self.pipeline_copyto = self.new_pipeline("copyto", opt, [], LOCAL_2D)
+        return 0 if self.pipeline_copyto else -1
+
+    def forward_vk(self, bottoms, tops, cmd, opt) -> int:
+        dims = bottoms[0].dims
+        axis = self.axis + dims if self.axis < 0 else self.axis
+        shapes = [numpy_shape(b) for b in bottoms]
+        if not 0 <= axis < dims or any(b.dims != dims for b in bottoms):
+            log.error("Concat %r: cannot join %s along axis %d", self.name, shapes, self.axis)
+            return -1
+        rest = [s[:axis] + s[axis + 1 :] for s in shapes]
+        if any(r != rest[0] for r in rest):
+            log.error("Concat %r: shapes %s differ off axis %d", self.name, shapes, self.axis)
+            return -1
+        if any(b.elempack != 1 for b in bottoms):
+            log.error("Concat %r: only elempack 1 blobs are supported on the GPU", self.name)
+            return -1
+
+        out_shape = list(shapes[0])
+        out_shape[axis] = sum(s[axis] for s in shapes)
+        top = tops[0]
+        create_like_shape(top, out_shape, bottoms[0], opt)
+        if top.empty():
+            return -100
+
+        slot = _OFFSET_SLOT[dims][axis]
+        outw, outh, _, _, outcstep = shape4(top)
+        start = 0
+        for b, s in zip(bottoms, shapes, strict=True):
+            w, h, d, c, cstep = shape4(b)
+            offsets = [0, 0, 0, 0]
+            offsets[slot] = start
+            start += s[axis]
+            cmd.record_pipeline(
+                self.pipeline_copyto,
+                [b, top],
+                [w, h, d, c, cstep, outw, outh, outcstep, *offsets],
+                (w, h * d, c),
+            )
+        return 0

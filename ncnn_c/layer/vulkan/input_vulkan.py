@@ -1,0 +1,11 @@
+"""Input on the GPU: the uploaded blob is already the layer's output, nothing to record."""
+
+from __future__ import annotations
+
+from ..input import Input
+from . import VulkanLayer
+
+
+class Input_vulkan(VulkanLayer, Input):
+    def forward_inplace_vk(self, bottom_top, cmd, opt) -> int:
+        return 0

@@ -1,0 +1,90 @@
+"""Pooling on the GPU: windowed max/avg with every pad mode, adaptive, and global reduction.
+
+Pad modes and avgpool_count_include_pad become host-side numbers (the window origin and
+the region whose cells count towards an average), taken from the CPU layer's own pad
+arithmetic, so the shader has no per-mode code and no bordered copy is made.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..pooling import Pooling
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer
+
+log = logging.getLogger("ncnn_c")
+
+
+class Pooling_vulkan(VulkanLayer, Pooling):
+    def create_pipeline_vk(self, opt) -> int:
+        if self.global_pooling:
+            # one workgroup per channel: its x size is the reduction width
+            self.pipeline_pooling = self.new_pipeline("pooling_global", opt, [self.pooling_type], LOCAL_1D)
+        elif self.adaptive_pooling:
+            # windows come from the sizes, so kernel and stride are normalised away
+            self.pipeline_pooling = self.new_pipeline(
+                "pooling", opt, [self.pooling_type, 1, 1, 1, 1, 1], LOCAL_2D
+            )
+        else:
+            specs = [self.pooling_type, self.kernel_w, self.kernel_h, self.stride_w, self.stride_h, 0]
+            self.pipeline_pooling = self.new_pipeline("pooling", opt, specs, LOCAL_2D)
+        return 0 if self.pipeline_pooling else -1
+
+    def forward_vk(self, bottom, top, cmd, opt) -> int:
+        if not self.accepts_3d(bottom):
+            return -1
+        w, h, c, cstep = bottom.w, bottom.h, bottom.c, bottom.cstep
+        allocator = opt.blob_vkallocator
+
+        if self.global_pooling:
+            top.create(c, elemsize=bottom.elemsize, elempack=1, allocator=allocator)
+            if top.empty():
+                return -100
+            cmd.record_pipeline(self.pipeline_pooling, [bottom, top], [w * h, c, cstep], (LOCAL_1D[0], c, 1))
+            return 0
+
+        if self.adaptive_pooling:
+            outw = w if self.out_w == -233 else self.out_w
+            outh = h if self.out_h == -233 else self.out_h
+            t = l = 0
+            region = (0, w, 0, h)
+        else:
+            t, b, l, r = self._pads(h, w)
+            outw = (w + l + r - self.kernel_w) // self.stride_w + 1
+            outh = (h + t + b - self.kernel_h) // self.stride_h + 1
+            region = self._count_region(h, w, t, b, l, r)
+        if outw <= 0 or outh <= 0:
+            log.error(
+                "Pooling %r: input %dx%d (padded) is smaller than the kernel %dx%d",
+                self.name,
+                w,
+                h,
+                self.kernel_w,
+                self.kernel_h,
+            )
+            return -1
+
+        top.create(outw, outh, c, elemsize=bottom.elemsize, elempack=1, allocator=allocator)
+        if top.empty():
+            return -100
+        constants = [w, h, c, cstep, outw, outh, top.cstep, l, t, *region]
+        cmd.record_pipeline(self.pipeline_pooling, [bottom, top], constants, (outw, outh, c))
+        return 0
+
+    def _count_region(self, h, w, t, b, l, r) -> tuple[int, int, int, int]:
+        """(x0, x1, y0, y1) in input coordinates of the cells an average sums and divides by.
+
+        With count_include_pad that is the whole padded input (every window fits in it,
+        so the divisor is the kernel area). Without, it is the CPU layer's rule: the input
+        plus the layer's own pad params, without pad_mode 0's extra tail.
+        """
+        if self.avgpool_count_include_pad:
+            return -l, w + r, -t, h + b
+        tail_h = b - self.pad_bottom if self.pad_mode == 0 else 0
+        tail_w = r - self.pad_right if self.pad_mode == 0 else 0
+        return (
+            self.pad_left - l,
+            w + r - self.pad_right - tail_w,
+            self.pad_top - t,
+            h + b - self.pad_bottom - tail_h,
+        )

@@ -1,0 +1,56 @@
+#version 450
+
+// In-place softmax along one axis. The blob is seen as lines: a line is every element
+// that shares all coordinates but the softmax axis. One invocation owns one line and
+// makes the three passes (max, exp-sum, divide) itself, so a single dispatch suffices
+// and the summation order equals the CPU's sequential one.
+//
+// Line l (of inner * mid * c) starts at (l / inner / mid) * cstep + ((l / inner) % mid) * n * inner
+// + l % inner and steps by astride: inner within a channel, cstep across channels.
+
+layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
+
+layout (binding = 0) buffer bottom_top_blob { sfp bottom_top_blob_data[]; };
+
+layout (push_constant) uniform parameter
+{
+    int n;
+    int inner;
+    int mid;
+    int c;
+    int astride;
+    int cstep;
+} p;
+
+void main()
+{
+    const int l = int(gl_GlobalInvocationID.x);
+
+    if (l >= p.inner * p.mid * p.c)
+        return;
+
+    const int i = l % p.inner;
+    const int t = l / p.inner;
+    const int base = (t / p.mid) * p.cstep + (t % p.mid) * p.n * p.inner + i;
+
+    afp m = afp(-3.402823466e+38f);
+    for (int k = 0; k < p.n; k++)
+    {
+        m = max(m, buffer_ld1(bottom_top_blob_data, base + k * p.astride));
+    }
+
+    afp sum = afp(0.f);
+    for (int k = 0; k < p.n; k++)
+    {
+        const int idx = base + k * p.astride;
+        afp v = exp(buffer_ld1(bottom_top_blob_data, idx) - m);
+        buffer_st1(bottom_top_blob_data, idx, v);
+        sum += v;
+    }
+
+    for (int k = 0; k < p.n; k++)
+    {
+        const int idx = base + k * p.astride;
+        buffer_st1(bottom_top_blob_data, idx, buffer_ld1(bottom_top_blob_data, idx) / sum);
+    }
+}

@@ -1,0 +1,362 @@
+"""Test helper: run one layer through the PyPI ``ncnn`` oracle and through ncnn_c, and compare.
+
+A one-layer network is described by a layer type, its param dict, its weight blobs and
+its input arrays. From that description the helper writes an ncnn ``.param`` text and a
+``.bin`` byte string, so the very same model runs in
+
+* the oracle (PyPI ``ncnn``, CPU, fp32, one thread),
+* ncnn_c's layer object driven directly (ParamDict / ModelBinFromMatArray / forward),
+* ncnn_c's ``Net`` (CPU, or Vulkan with ``use_vulkan=True`` for GPU tests).
+
+Weights are ``(array, kind)`` pairs; ``kind`` is how the layer reads the blob:
+``0`` (a 4-byte storage flag then fp32 data, ``mb.load(n, 0)``), ``1`` (raw fp32,
+``mb.load(n, 1)``) or ``"fp16"`` (the fp16 flag then half data, read through type 0).
+Param values: ``int``, ``float`` or a list/tuple/ndarray (an array param, written with
+ncnn's ``-23300 - id`` key; float elements as floats, int elements as ints).
+Input arrays use ncnn's numpy shapes: ``(w,)``, ``(h, w)``, ``(c, h, w)``, ``(c, d, h, w)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+FP16_FLAG = 0x01306B47
+
+
+# -- comparison ----------------------------------------------------------------------------
+def rel_l2(a, b) -> float:
+    """||a - b|| / ||b|| (absolute error when b is all zeros); shapes must match exactly."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"shape mismatch: got {a.shape}, expected {b.shape}")
+    # non-finite values (nan for an empty average window, inf) must agree exactly
+    if not np.array_equal(a[~np.isfinite(b)], b[~np.isfinite(b)], equal_nan=True) or not np.all(
+        np.isfinite(a[np.isfinite(b)])
+    ):
+        return float("inf")
+    fin = np.isfinite(b)
+    num = np.linalg.norm((a - b)[fin])
+    den = np.linalg.norm(b[fin])
+    return float(num / den) if den > 0 else float(num)
+
+
+def assert_close(got, expected, tol: float = 1e-5, what: str = "") -> float:
+    """Assert rel_l2(got, expected) <= tol; returns the error."""
+    err = rel_l2(got, expected)
+    assert err <= tol, f"{what}: relative L2 error {err:.3g} > {tol:g}"
+    return err
+
+
+# -- model text and bytes ---------------------------------------------------------------------
+def _fmt_scalar(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(int(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    # repr of a Python float always holds '.' or 'e', which is how ncnn tells floats from ints
+    return repr(float(v))
+
+
+def _fmt_param(key: int, value) -> str:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = list(np.asarray(value).ravel().tolist()) if isinstance(value, np.ndarray) else list(value)
+        body = ",".join([str(len(items))] + [_fmt_scalar(x) for x in items])
+        return f"{-23300 - key}={body}"
+    return f"{key}={_fmt_scalar(value)}"
+
+
+def _input_params(shape) -> str:
+    shape = tuple(shape)
+    if len(shape) == 1:
+        keys = {0: shape[0]}
+    elif len(shape) == 2:
+        keys = {0: shape[1], 1: shape[0]}
+    elif len(shape) == 3:
+        keys = {0: shape[2], 1: shape[1], 2: shape[0]}
+    else:
+        keys = {0: shape[3], 1: shape[2], 11: shape[1], 2: shape[0]}
+    return " ".join(f"{k}={v}" for k, v in keys.items())
+
+
+def make_param(layer_type: str, params: dict, input_shapes, n_outputs: int = 1) -> str:
+    """ncnn .param text: one Input per input (blobs in0, in1 ...), then the layer (tops out0 ...)."""
+    n_in = len(input_shapes)
+    lines = ["7767517", f"{n_in + 1} {n_in + n_outputs}"]
+    for i, shape in enumerate(input_shapes):
+        lines.append(f"Input in{i} 0 1 in{i} {_input_params(shape)}")
+    bottoms = " ".join(f"in{i}" for i in range(n_in))
+    tops = " ".join(f"out{i}" for i in range(n_outputs))
+    pstr = " ".join(_fmt_param(k, v) for k, v in sorted(params.items()))
+    lines.append(f"{layer_type} op {n_in} {n_outputs} {bottoms} {tops} {pstr}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _weight_kind(w):
+    if isinstance(w, tuple):
+        return np.asarray(w[0]), w[1]
+    return np.asarray(w), 0
+
+
+def make_bin(weights) -> bytes:
+    """ncnn .bin bytes for the weight blobs, each written in the form its ``kind`` says."""
+    out = bytearray()
+    for w in weights:
+        arr, kind = _weight_kind(w)
+        if kind == 0:
+            out += struct.pack("<I", 0) + np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        elif kind == 1:
+            out += np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        elif kind == "fp16":
+            data = np.ascontiguousarray(arr, dtype="<f2").tobytes()
+            out += struct.pack("<I", FP16_FLAG) + data
+        else:
+            raise ValueError(f"unknown weight kind {kind!r}")
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+def _weight_values(w) -> np.ndarray:
+    """The fp32 values the layer sees for one weight blob (fp16 blobs rounded as stored)."""
+    arr, kind = _weight_kind(w)
+    if kind == "fp16":
+        arr = arr.astype(np.float16)
+    return np.ascontiguousarray(arr, dtype=np.float32).ravel()
+
+
+# -- runners --------------------------------------------------------------------------------
+FP32_FLAGS = dict(
+    use_vulkan_compute=False,
+    use_fp16_packed=False,
+    use_fp16_storage=False,
+    use_fp16_arithmetic=False,
+    use_packing_layout=False,
+    use_bf16_storage=False,
+    num_threads=1,
+)
+
+
+def _apply(opt, flags: dict) -> None:
+    for k, v in flags.items():
+        setattr(opt, k, v)
+
+
+def _names(names, prefix: str, n: int) -> list[str]:
+    return list(names) if names is not None else [f"{prefix}{i}" for i in range(n)]
+
+
+def run_ncnn(
+    param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1, input_names=None, output_names=None
+):
+    """The reference: PyPI ncnn on the CPU with fp32 options. Returns (ret, [arrays]).
+
+    Any network works: blob names default to make_param's in0.. / out0.. .
+    """
+    input_names = _names(input_names, "in", len(inputs))
+    output_names = _names(output_names, "out", n_outputs)
+    import ncnn
+
+    net = ncnn.Net()
+    _apply(net.opt, FP32_FLAGS)
+    with tempfile.TemporaryDirectory() as tmp:
+        ppath = os.path.join(tmp, "m.param")
+        bpath = os.path.join(tmp, "m.bin")
+        with open(ppath, "w") as f:
+            f.write(param_text)
+        with open(bpath, "wb") as f:
+            f.write(bin_bytes)
+        if net.load_param(ppath) != 0:
+            return -1, []
+        if net.load_model(bpath) != 0:
+            return -1, []
+    outs = []
+    with net.create_extractor() as ex:
+        keep = [np.ascontiguousarray(x, dtype=np.float32) for x in inputs]
+        for name, x in zip(input_names, keep, strict=True):
+            # PyPI ncnn.Mat(ndarray) wraps the array without a refcount; an in-place layer right
+            # after Input then crashes the oracle (segfault), a clone owns its memory
+            ex.input(name, ncnn.Mat(x).clone())
+        for name in output_names:
+            ret, m = ex.extract(name)
+            if ret == 0:
+                outs.append(np.array(m, dtype=np.float32, copy=True))
+            # an oracle Mat alive past its extractor trips ncnn's "pool allocator destroyed too early"
+            del m
+            if ret != 0:
+                return ret, []
+    net.clear()
+    return 0, outs
+
+
+def _run_ncnn_child(args):
+    ret, outs = run_ncnn(*args)
+    return ret, [np.ascontiguousarray(o) for o in outs]
+
+
+def run_ncnn_isolated(
+    param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1, input_names=None, output_names=None
+):
+    """run_ncnn in a child process, for cases where the oracle itself is memory-unsafe.
+
+    ncnn's border copy writes out of bounds for negative pads (SAME padding with a kernel
+    smaller than the stride); in-process that can corrupt the heap of the test run.
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    args = (param_text, bin_bytes, [np.asarray(x) for x in inputs], n_outputs, input_names, output_names)
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_run_ncnn_child, args).result()
+
+
+def default_option(**overrides):
+    from ncnn_c.option import Option
+
+    opt = Option()
+    _apply(opt, FP32_FLAGS)
+    _apply(opt, overrides)
+    return opt
+
+
+def run_layer(layer_type: str, params: dict, weights, inputs, n_outputs: int = 1, opt=None, inplace=False):
+    """ncnn_c's CPU layer object, driven directly. Returns (ret, [arrays])."""
+    from ncnn_c.layer import create_layer_cpu
+    from ncnn_c.mat import Mat
+    from ncnn_c.modelbin import ModelBinFromMatArray
+    from ncnn_c.paramdict import ParamDict
+
+    opt = opt or default_option()
+    layer = create_layer_cpu(layer_type)
+    assert layer is not None, f"{layer_type} is not implemented"
+    pd = ParamDict()
+    for k, v in params.items():
+        if isinstance(v, (list, tuple, np.ndarray)):
+            arr = np.asarray(v)
+            dtype = np.float32 if arr.dtype.kind == "f" else np.int32
+            pd.set(k, Mat(np.ascontiguousarray(arr.ravel(), dtype=dtype)))
+        elif isinstance(v, (int, np.integer)):
+            pd.set(k, int(v))
+        else:
+            pd.set(k, float(v))
+    ret = layer.load_param(pd)
+    if ret != 0:
+        return ret, []
+    mb = ModelBinFromMatArray([Mat(_weight_values(w)) for w in weights])
+    ret = layer.load_model(mb)
+    if ret != 0:
+        return ret, []
+    ret = layer.create_pipeline(opt)
+    if ret != 0:
+        return ret, []
+    bottoms = [Mat(np.ascontiguousarray(x, dtype=np.float32)) for x in inputs]
+    if layer.one_blob_only:
+        if inplace:
+            ret = layer.forward_inplace(bottoms[0], opt)
+            tops = [bottoms[0]]
+        else:
+            tops = [Mat()]
+            ret = layer.forward(bottoms[0], tops[0], opt)
+    else:
+        if inplace:
+            ret = layer.forward_inplace(bottoms, opt)
+            tops = bottoms
+        else:
+            tops = [Mat() for _ in range(n_outputs)]
+            ret = layer.forward(bottoms, tops, opt)
+    layer.destroy_pipeline(opt)
+    if ret != 0:
+        return ret, []
+    return 0, [np.array(t.numpy(), dtype=np.float32, copy=True) for t in tops]
+
+
+def net_available() -> bool:
+    return importlib.util.find_spec("ncnn_c.net") is not None
+
+
+def run_net(
+    param_text: str,
+    bin_bytes: bytes,
+    inputs,
+    n_outputs: int = 1,
+    use_vulkan=False,
+    input_names=None,
+    output_names=None,
+    **opt_overrides,
+):
+    """ncnn_c's Net over the same .param/.bin. Returns (ret, [arrays])."""
+    import ncnn_c
+
+    input_names = _names(input_names, "in", len(inputs))
+    output_names = _names(output_names, "out", n_outputs)
+    net = ncnn_c.Net()
+    _apply(net.opt, FP32_FLAGS)
+    net.opt.use_vulkan_compute = bool(use_vulkan)
+    _apply(net.opt, opt_overrides)
+    if net.load_param_mem(param_text) != 0:
+        return -1, []
+    if net.load_model_mem(bin_bytes) != 0:
+        return -1, []
+    outs = []
+    with net.create_extractor() as ex:
+        for name, x in zip(input_names, inputs, strict=True):
+            ret = ex.input(name, ncnn_c.Mat(np.ascontiguousarray(x, dtype=np.float32)))
+            if ret != 0:
+                return ret, []
+        for name in output_names:
+            ret, m = ex.extract(name)
+            if ret != 0:
+                return ret, []
+            outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
+    net.clear()
+    return 0, outs
+
+
+def check_layer(
+    layer_type: str,
+    params: dict,
+    weights=(),
+    inputs=(),
+    n_outputs: int = 1,
+    tol: float = 1e-5,
+    paths=("layer", "net"),
+    use_vulkan: bool = False,
+    isolate: bool = False,
+    **opt_overrides,
+) -> dict:
+    """Compare ncnn_c against the oracle over the chosen paths; returns {path: max rel L2 error}.
+
+    ``paths``: "layer" (direct layer object, CPU), "inplace" (forward_inplace, CPU),
+    "net" (ncnn_c.Net; skipped while ncnn_c/net.py does not exist). ``use_vulkan`` and
+    ``opt_overrides`` apply to the Net path (GPU tests). ``isolate`` runs the oracle in a
+    child process (see run_ncnn_isolated).
+    """
+    weights = list(weights)
+    inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
+    param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
+    bin_bytes = make_bin(weights)
+    ret, ref = (run_ncnn_isolated if isolate else run_ncnn)(param_text, bin_bytes, inputs, n_outputs)
+    assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
+    errs = {}
+    for path in paths:
+        if path == "net":
+            if not net_available():
+                continue
+            ret, got = run_net(param_text, bin_bytes, inputs, n_outputs, use_vulkan, **opt_overrides)
+        else:
+            ret, got = run_layer(layer_type, params, weights, inputs, n_outputs, inplace=path == "inplace")
+        assert ret == 0, f"ncnn_c {path} path failed ({ret}) on\n{param_text}"
+        assert len(got) == len(ref)
+        errs[path] = max(
+            (
+                assert_close(g, r, tol, f"{layer_type} {path} out{i} {params}")
+                for i, (g, r) in enumerate(zip(got, ref, strict=True))
+            ),
+            default=0.0,
+        )
+    return errs
