@@ -120,10 +120,9 @@ def _check_int(name: str, v) -> int:
 
 
 def _cstep_for(dims: int, w: int, h: int, d: int, elemsize: int) -> int:
-    # ncnn pads each channel of a 3D/4D Mat to 16 bytes so channels start aligned.
-    if dims >= 3:
-        return alignSize(w * h * d * elemsize, 16) // elemsize if elemsize else 0
-    return w * h
+    """Elements per channel: ncnn pads every channel (any dims, as its batch-aware Mat does) to
+    16 bytes, so channels, and batches, start aligned."""
+    return alignSize(w * h * d * elemsize, 16) // elemsize if elemsize else 0
 
 
 def _shape_args(args, what: str) -> tuple[int, ...]:
@@ -251,6 +250,9 @@ class Mat:
         dims_shape = _shape_args(shape, "from_external")
         m = cls()
         m._set_shape(dims_shape, _check_int("elemsize", elemsize), _check_int("elempack", elempack))
+        if m.dims < 3:
+            # one channel: claim only the memory the caller handed over, not the tail padding
+            m.cstep = m.w * m.h
         m.allocator = allocator
         nbytes = m.cstep * m.c * m.elemsize
         if nbytes and not address:
@@ -543,7 +545,8 @@ class Mat:
         if self.dims == 4:
             return self._view(off, 3, self.w, self.h, 1, self.d, self.w * self.h)
         if self.dims == 3:
-            return self._view(off, 2, self.w, self.h, 1, 1, self.w * self.h)
+            # the 2D channel keeps the parent's padded channel size, as ncnn's does
+            return self._view(off, 2, self.w, self.h, 1, 1, self.cstep)
         return self._view(off, self.dims, self.w, self.h, 1, 1, self.cstep)
 
     def channel_range(self, c: int, channels: int) -> Mat:

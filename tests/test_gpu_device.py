@@ -243,7 +243,7 @@ def test_vkmat_frees_on_last_reference(vkdev):
 # -- VkMat layout ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "shape,dims,cstep",
-    [((5,), 1, 5), ((5, 3), 2, 15), ((5, 3, 2), 3, 16), ((3, 3, 2, 4), 4, 20), ((4, 4, 7), 3, 16)],
+    [((5,), 1, 8), ((5, 3), 2, 16), ((5, 3, 2), 3, 16), ((3, 3, 2, 4), 4, 20), ((4, 4, 7), 3, 16)],
 )
 def test_vkmat_shape_rules(vkdev, shape, dims, cstep):
     a = vkdev.default_blob_allocator

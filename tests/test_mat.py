@@ -43,12 +43,8 @@ def test_create_layout_matches_oracle(shape, elemsize, elempack):
     assert fields(ours) == fields(ref)
     assert ours.n == ref.n == 1
     assert ours.elembits() == ref.elembits()
-    if len(shape) >= 3:
-        assert ours.cstep == ref.cstep
-        assert ours.total() == ref.total()
-    else:
-        # design.md: dims 1/2 keep cstep = w*h (this oracle build pads them to 16 bytes)
-        assert ours.cstep == ours.w * ours.h
+    assert ours.cstep == ref.cstep
+    assert ours.total() == ref.total()
     assert ours.raw().nbytes == ours.cstep * ours.c * ours.elemsize
     assert ours.data_ptr() % 64 == 0
     assert not ours.empty()
@@ -133,9 +129,8 @@ def test_ndarray_round_trip_matches_oracle(shape):
     ref = ncnn.Mat(keep)
     ours = Mat(src)
     assert fields(ours) == fields(ref)
-    if len(shape) >= 3:
-        # the oracle wraps the array unpadded; ours copies into a freshly created (padded) Mat
-        assert ours.cstep == ncnn.Mat(*reversed(shape)).cstep
+    # the oracle wraps the array unpadded; ours copies into a freshly created (padded) Mat
+    assert ours.cstep == ncnn.Mat(*reversed(shape)).cstep
     np.testing.assert_array_equal(np.array(ours), np.array(ref))
     np.testing.assert_array_equal(ours.numpy(), src)
     assert np.array(ours).shape == shape
@@ -228,8 +223,11 @@ def test_getitem_setitem_len_match_oracle():
     assert ours[3] == ref[3] == 3.0
     ours[4] = 9.5
     assert np.array(ours)[4] == 9.5
+    # ours copied the array into a padded Mat: indexes reach cstep * c, as in ncnn's own Mats
+    assert ours.total() == ncnn.Mat(10).total() == 12
+    ours[11]
     with pytest.raises(IndexError):
-        ours[10]
+        ours[12]
 
 
 def test_repr_and_shape():
@@ -277,10 +275,7 @@ def test_channel_views_match_oracle(shape):
     for q in range(ours.c):
         oc, rc = ours.channel(q), ref.channel(q)
         assert (oc.dims, oc.w, oc.h, oc.d, oc.c) == (rc.dims, rc.w, rc.h, rc.d, rc.c)
-        if oc.dims >= 3:
-            assert oc.cstep == rc.cstep
-        else:  # design.md: a 2D view is dense (cstep = w*h); this oracle build pads it
-            assert oc.cstep == oc.w * oc.h
+        assert oc.cstep == rc.cstep
         np.testing.assert_array_equal(np.array(oc), np.array(rc))
         assert oc.data_ptr() == ours.data_ptr() + q * ours.cstep * 4
     with pytest.raises(IndexError):

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import logging
 
+from ..mat import _cstep_for
 from . import _vk
 
 log = logging.getLogger("ncnn_c")
-
-
-def _cstep_for(dims: int, w: int, h: int, d: int, elemsize: int) -> int:
-    if dims >= 3:
-        return ((w * h * d * elemsize + 15) & ~15) // elemsize
-    return w * h
 
 
 class _Owner:
