@@ -409,6 +409,28 @@ def test_changed_shader_source_is_rejected(small_file):
     reject(small_file, shash=changed, match="source_hash .* stale")
 
 
+def test_stale_entries_are_dropped_alone_when_asked():
+    data = cf.encode(IDENT, entries(3), vk_blob(b"12345678"))
+
+    def changed(index):
+        return source_hash_of(index) ^ (1 if index == 4 else 0)
+
+    stale = []
+    got, blob = cf.decode(data, IDENT, changed, resolve_ok, stale)
+    assert [e.shader_type_index for e in got] == [1, 7]
+    assert [(e.shader_type_index, "stale" in why) for e, why in stale] == [(4, True)]
+    assert blob == vk_blob(b"12345678")
+    # a removed shader (no source hash) is dropped the same way
+    stale = []
+    got, _ = cf.decode(data, IDENT, lambda i: 0 if i == 7 else source_hash_of(i), resolve_ok, stale)
+    assert [e.shader_type_index for e in got] == [1, 4] and len(stale) == 1 and "unknown" in stale[0][1]
+    # integrity failures still reject the whole file, stale list or not
+    bad = bytearray(data)
+    bad[-9] ^= 1
+    with pytest.raises(CacheRejected):
+        cf.decode(bytes(bad), IDENT, changed, resolve_ok, [])
+
+
 @pytest.mark.parametrize("lookup", [lambda i: 0, lambda i: {}[i], lambda i: None])
 def test_unknown_shader_index_is_rejected(small_file, lookup):
     reject(small_file, shash=lookup, match="unknown")

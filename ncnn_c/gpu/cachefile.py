@@ -446,7 +446,9 @@ def _check_layout(hdr: CacheHeader, n: int) -> None:
         )
 
 
-def _decode_entries(section: memoryview, count: int, source_hash_of, resolve) -> tuple[list[SpirvEntry], list[object]]:
+def _decode_entries(
+    section: memoryview, count: int, source_hash_of, resolve, stale: list | None = None
+) -> tuple[list[SpirvEntry], list[object]]:
     base = HEADER_SIZE  # file offset of the section, for reasons
     entries: list[SpirvEntry] = []
     resolved: list[object] = []
@@ -475,13 +477,24 @@ def _decode_entries(section: memoryview, count: int, source_hash_of, resolve) ->
         try:
             expected = source_hash_of(sti)
         except Exception as e:
-            raise CacheRejected(f"{where}: shader_type_index {sti} is unknown ({type(e).__name__}: {e})") from e
-        if not isinstance(expected, int) or expected == 0:
-            raise CacheRejected(f"{where}: shader_type_index {sti} is unknown to this build (no source hash)")
-        if expected != source_hash:
-            raise CacheRejected(
-                f"{where}: source_hash 0x{source_hash:08x} of shader_type_index {sti} is stale, the shader source now hashes to 0x{expected:08x}"
+            expected = e
+        reason = None
+        if isinstance(expected, Exception):
+            reason = f"shader_type_index {sti} is unknown ({type(expected).__name__}: {expected})"
+        elif not isinstance(expected, int) or expected == 0:
+            reason = f"shader_type_index {sti} is unknown to this build (no source hash)"
+        elif expected != source_hash:
+            reason = (
+                f"source_hash 0x{source_hash:08x} of shader_type_index {sti} is stale,"
+                f" the shader source now hashes to 0x{expected:08x}"
             )
+        if reason is not None:
+            if stale is None:
+                raise CacheRejected(f"{where}: {reason}")
+            # an edited or removed shader invalidates only the entries compiled from it
+            stale.append((SpirvEntry(sti, opt_bits, source_hash, bytes(spirv)), reason))
+            pos = body + nbytes
+            continue
         spirv_bytes = bytes(spirv)
         try:
             info = resolve(spirv_bytes)
@@ -497,7 +510,13 @@ def _decode_entries(section: memoryview, count: int, source_hash_of, resolve) ->
     return entries, resolved
 
 
-def decode_full(data, identity: Identity, source_hash_of: Callable[[int], int], resolve: Callable[[bytes], object]) -> DecodedCache:
+def decode_full(
+    data,
+    identity: Identity,
+    source_hash_of: Callable[[int], int],
+    resolve: Callable[[bytes], object],
+    stale: list | None = None,
+) -> DecodedCache:
     """``decode`` that also returns the header and what ``resolve`` gave for each entry."""
     try:
         view = _as_view(data)
@@ -511,7 +530,7 @@ def decode_full(data, identity: Identity, source_hash_of: Callable[[int], int], 
             raise CacheRejected(f"{_field('spirv_section_fnv1a')} 0x{hdr.spirv_section_fnv1a:08x} does not match the SPIR-V section")
         if fnv1a32(blob) != hdr.driver_blob_fnv1a:
             raise CacheRejected(f"{_field('driver_blob_fnv1a')} 0x{hdr.driver_blob_fnv1a:08x} does not match the driver blob")
-        entries, resolved = _decode_entries(section, hdr.spirv_entry_count, source_hash_of, resolve)
+        entries, resolved = _decode_entries(section, hdr.spirv_entry_count, source_hash_of, resolve, stale)
         blob_bytes = bytes(blob)
         validate_driver_blob(blob_bytes, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid, offset=sec_end)
         return DecodedCache(hdr, entries, resolved, blob_bytes)
@@ -521,13 +540,22 @@ def decode_full(data, identity: Identity, source_hash_of: Callable[[int], int], 
         raise CacheRejected(f"unexpected {type(e).__name__} while decoding: {e}") from e
 
 
-def decode(data, identity: Identity, source_hash_of: Callable[[int], int], resolve: Callable[[bytes], object]) -> tuple[list[SpirvEntry], bytes]:
+def decode(
+    data,
+    identity: Identity,
+    source_hash_of: Callable[[int], int],
+    resolve: Callable[[bytes], object],
+    stale: list | None = None,
+) -> tuple[list[SpirvEntry], bytes]:
     """(entries, driver_blob) of a cache file written for ``identity``; raises CacheRejected on any failure.
 
     ``source_hash_of(shader_type_index)`` gives the current source hash of a builtin shader
     (0 or an exception for an unknown index); ``resolve(spirv)`` must succeed for every entry.
+    An entry whose shader source changed (or vanished) rejects the file, unless ``stale`` is a
+    list: then such entries, intact otherwise, are left out and appended to it as
+    ``(entry, reason)`` — the per-shader invalidation of the SPIR-V cache.
     """
-    d = decode_full(data, identity, source_hash_of, resolve)
+    d = decode_full(data, identity, source_hash_of, resolve, stale)
     return d.entries, d.driver_blob
 
 

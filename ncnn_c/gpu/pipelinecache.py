@@ -146,6 +146,7 @@ class PipelineCache:
                 "artifact_hits",
                 "pipelines_created",
                 "loaded_spirv_entries",
+                "stale_spirv_entries",
                 "driver_blob_bytes",
                 "last_load_bytes",
                 "last_save_bytes",
@@ -357,7 +358,8 @@ class PipelineCache:
                 return info
 
             identity = self._identity()
-            entries, blob = cachefile.decode(data, identity, compiler.shader_source_hash, resolve)
+            stale: list = []
+            entries, blob = cachefile.decode(data, identity, compiler.shader_source_hash, resolve, stale)
             cachefile.validate_driver_blob(
                 blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
             )
@@ -375,9 +377,12 @@ class PipelineCache:
                         e.source_hash, e.spirv, infos.get(e.spirv) or resolve_shader_info(e.spirv)
                     )
                 self._stats["loaded_spirv_entries"] += len(entries)
+                self._stats["stale_spirv_entries"] += len(stale)
                 self._stats["driver_blob_bytes"] = len(blob)
                 self._stats["last_load_bytes"] = len(data)
                 self._last_load_error = None
+            for entry, reason in stale:
+                log.warning("PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", _describe(src), reason)
             return 0
         except cachefile.CacheRejected as e:
             self._last_load_error = str(e)
