@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ncnn_c-setup
 
-.PHONY: setup demo test test-slow bench native capi clean
+.PHONY: setup demo test test-slow lint bench native capi clean
 
 # the native builders skip their work when their outputs are newer than their inputs
 setup: $(STAMP) native capi
@@ -27,7 +27,11 @@ capi:
 demo: setup
 	$(PY) examples/squeezenet.py --cold-warm
 
-test: setup
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: setup lint
 	$(PY) -m pytest -q -m "not slow"
 
 # exit status 5 means no test carries the mark: nothing to run is not a failure

@@ -98,8 +98,12 @@ def main() -> int:
         return statistics.median(r[key] for r in rows) * 1000
 
     print(f"{'':14s} {'load_model ms':>14s} {'1st infer ms':>13s} {'compiled':>9s}")
-    print(f"{'ncnn_c cold':14s} {med(cold, 'load_model'):14.1f} {med(cold, 'first_inference'):13.1f} {cold[-1]['compiled']:9d}")
-    print(f"{'ncnn_c warm':14s} {med(warm, 'load_model'):14.1f} {med(warm, 'first_inference'):13.1f} {warm[-1]['compiled']:9d}")
+    print(
+        f"{'ncnn_c cold':14s} {med(cold, 'load_model'):14.1f} {med(cold, 'first_inference'):13.1f} {cold[-1]['compiled']:9d}"
+    )
+    print(
+        f"{'ncnn_c warm':14s} {med(warm, 'load_model'):14.1f} {med(warm, 'first_inference'):13.1f} {warm[-1]['compiled']:9d}"
+    )
     print(f"{'ncnn (PyPI)':14s} {med(ref, 'load_model'):14.1f} {med(ref, 'first_inference'):13.1f} {'-':>9s}")
     ratio = med(warm, "load_model") / med(ref, "load_model")
     print(f"warm load_model / PyPI ncnn load_model = {ratio:.2f}  (target <= 1.00)")

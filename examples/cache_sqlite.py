@@ -93,13 +93,19 @@ def main() -> int:
     db.commit()
     db.close()
 
-    for h, destroy in ((out, capi.ncnn_mat_destroy), (mat, capi.ncnn_mat_destroy),
-                       (ex, capi.ncnn_extractor_destroy), (net, capi.ncnn_net_destroy),
-                       (pc, capi.ncnn_pipelinecache_destroy)):
+    for h, destroy in (
+        (out, capi.ncnn_mat_destroy),
+        (mat, capi.ncnn_mat_destroy),
+        (ex, capi.ncnn_extractor_destroy),
+        (net, capi.ncnn_net_destroy),
+        (pc, capi.ncnn_pipelinecache_destroy),
+    ):
         destroy(h)
 
-    print(f"cache from SQLite: {'loaded' if loaded else 'miss'}; load_model {load_ms:.1f} ms; "
-          f"{classes} classes out; {len(data)} cache bytes stored for {key[1]!r}")
+    print(
+        f"cache from SQLite: {'loaded' if loaded else 'miss'}; load_model {load_ms:.1f} ms; "
+        f"{classes} classes out; {len(data)} cache bytes stored for {key[1]!r}"
+    )
     return 0
 
 

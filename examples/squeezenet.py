@@ -22,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import ncnn_c as ncnn  # noqa: E402
 from pngread import read_png  # noqa: E402
+
+import ncnn_c as ncnn  # noqa: E402
 
 DEFAULT_MODELS = os.path.join(os.path.dirname(HERE), "models")
 
@@ -125,8 +126,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"{r['device']}: load_model {r['load_model_s'] * 1000:.1f} ms, first inference "
-              f"{r['first_inference_s'] * 1000:.1f} ms, cache file loaded: {r['cache_loaded']}")
+        print(
+            f"{r['device']}: load_model {r['load_model_s'] * 1000:.1f} ms, first inference "
+            f"{r['first_inference_s'] * 1000:.1f} ms, cache file loaded: {r['cache_loaded']}"
+        )
         for i, p in r["top5"]:
             print(f"  class {i}: {p:.4f}")
     return 0

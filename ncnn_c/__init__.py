@@ -13,7 +13,6 @@ import logging
 __version__ = "0.1.0"
 
 
-
 class _StderrUnlessConfigured(logging.StreamHandler):
     """Print ncnn_c's warnings and errors to stderr, as ncnn does, unless the application
     configured logging itself (then records only propagate to its handlers)."""

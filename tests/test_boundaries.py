@@ -25,14 +25,20 @@ def _py_files():
 
 def test_only_the_boundary_modules_import_vulkan():
     allowed = {p for p in _py_files() if p.parent.name == "gpu" and p.name.startswith("_vk")}
-    offenders = [str(p.relative_to(ROOT)) for p in _py_files() if "vulkan" in _imports(p) and p not in allowed]
+    offenders = [
+        str(p.relative_to(ROOT)) for p in _py_files() if "vulkan" in _imports(p) and p not in allowed
+    ]
     assert offenders == []
 
 
 def test_cffi_stays_in_native_and_capi():
     def allowed(p: pathlib.Path) -> bool:
         rel = p.relative_to(ROOT)
-        return rel.parts[0] == "_native" or p.name == "capi.py" or (rel.parts[0] == "gpu" and p.name.startswith("_vk"))
+        return (
+            rel.parts[0] == "_native"
+            or p.name == "capi.py"
+            or (rel.parts[0] == "gpu" and p.name.startswith("_vk"))
+        )
 
     offenders = [str(p.relative_to(ROOT)) for p in _py_files() if "cffi" in _imports(p) and not allowed(p)]
     assert offenders == []
@@ -44,8 +50,14 @@ def test_core_never_imports_the_oracle():
 
 
 def test_cpu_modules_do_not_import_the_gpu_package():
-    cpu = [ROOT / "mat.py", ROOT / "option.py", ROOT / "allocator.py", ROOT / "paramdict.py",
-           ROOT / "modelbin.py", ROOT / "datareader.py"]
+    cpu = [
+        ROOT / "mat.py",
+        ROOT / "option.py",
+        ROOT / "allocator.py",
+        ROOT / "paramdict.py",
+        ROOT / "modelbin.py",
+        ROOT / "datareader.py",
+    ]
     cpu += [p for p in (ROOT / "layer").glob("*.py")]
     offenders = []
     for p in cpu:

@@ -14,9 +14,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import MODELS, ROOT
 
 import ncnn_c as ncnn
-from conftest import MODELS, ROOT
 
 pytestmark = pytest.mark.gpu
 
@@ -180,8 +180,9 @@ def test_warm_start_in_a_fresh_process_compiles_nothing(cold, tmp_path):
     x = tmp_path / "x.npy"
     np.save(x, _input())
     code = WARM_CHILD.format(root=str(ROOT), path=str(path), param=PARAM, bin=BIN, x=str(x))
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ))
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=dict(os.environ)
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     r = json.loads(res.stdout.strip().splitlines()[-1])
     assert r["loaded"] == 0

@@ -12,7 +12,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import tracemalloc
 import types
 
@@ -35,7 +34,14 @@ IDENT = Identity(
 )
 
 
-def vk_blob(payload: bytes = b"driver-private-data!", vendor=IDENT.vendor_id, device=IDENT.device_id, uuid=UUID, length=32, version=1):
+def vk_blob(
+    payload: bytes = b"driver-private-data!",
+    vendor=IDENT.vendor_id,
+    device=IDENT.device_id,
+    uuid=UUID,
+    length=32,
+    version=1,
+):
     return struct.pack("<4I16s", length, version, vendor, device, uuid) + payload
 
 
@@ -45,7 +51,12 @@ def spirv(n_words: int, seed: int) -> bytes:
 
 
 def entries(n: int, words: int = 2) -> list[SpirvEntry]:
-    return [SpirvEntry(shader_type_index=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i)) for i in range(n)]
+    return [
+        SpirvEntry(
+            shader_type_index=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i)
+        )
+        for i in range(n)
+    ]
 
 
 def source_hash_of(index: int) -> int:
@@ -76,10 +87,18 @@ def raw_file(section: bytes, count: int, blob: bytes = b"", identity=IDENT) -> b
 
 
 def entry_bytes(sti, opt, shash, spv, size=None, fnv=None, mm3=None) -> bytes:
-    return struct.pack(
-        "<6I", sti, opt, shash, len(spv) if size is None else size,
-        cf.fnv1a32(spv) if fnv is None else fnv, cf.murmur3_32(spv) if mm3 is None else mm3,
-    ) + spv
+    return (
+        struct.pack(
+            "<6I",
+            sti,
+            opt,
+            shash,
+            len(spv) if size is None else size,
+            cf.fnv1a32(spv) if fnv is None else fnv,
+            cf.murmur3_32(spv) if mm3 is None else mm3,
+        )
+        + spv
+    )
 
 
 def with_header(data: bytes, **fields) -> bytes:
@@ -98,7 +117,9 @@ def small_file() -> bytes:
 def hash_impl(request, monkeypatch):
     """Run a test with the C hashes and again with the pure Python fallback."""
     if request.param == "native":
-        assert cf.HASH_BACKEND == "native", "native hash extension not built (python -m ncnn_c._native.build_hash)"
+        assert cf.HASH_BACKEND == "native", (
+            "native hash extension not built (python -m ncnn_c._native.build_hash)"
+        )
     else:
         monkeypatch.setattr(cf, "fnv1a32", cf.fnv1a32_py)
         monkeypatch.setattr(cf, "murmur3_32", cf.murmur3_32_py)
@@ -180,18 +201,31 @@ def test_header_layout_is_fixed(small_file):
     assert (magic, version, header_size) == (0x5A545546, 3, 128)
     assert (ncnn_version, endian, ptr) == (IDENT.ncnn_version, 0x12345678, 8)
     assert struct.unpack_from("<5I", small_file, 24) == (
-        IDENT.vendor_id, IDENT.device_id, IDENT.api_version, IDENT.driver_version, IDENT.driver_id)
+        IDENT.vendor_id,
+        IDENT.device_id,
+        IDENT.api_version,
+        IDENT.driver_version,
+        IDENT.driver_id,
+    )
     assert struct.unpack_from("<3I", small_file, 44) == (cf.fnv1a32(b"NVIDIA"), cf.fnv1a32(b"NVIDIA H200"), 2)
     assert small_file[56:72] == UUID
     sec_size, blob_size = struct.unpack_from("<2Q", small_file, 72)
     assert 128 + sec_size + blob_size == len(small_file)
     assert struct.unpack_from("<2I", small_file, 88) == (
-        cf.fnv1a32(small_file[128 : 128 + sec_size]), cf.fnv1a32(small_file[128 + sec_size :]))
+        cf.fnv1a32(small_file[128 : 128 + sec_size]),
+        cf.fnv1a32(small_file[128 + sec_size :]),
+    )
     assert small_file[96:124] == bytes(28)
     assert struct.unpack_from("<I", small_file, 124)[0] == cf.fnv1a32(small_file[:124])
     e0 = entries(2, words=2)[0]
     assert struct.unpack_from("<6I", small_file, 128) == (
-        e0.shader_type_index, e0.opt_bits, e0.source_hash, len(e0.spirv), cf.fnv1a32(e0.spirv), cf.murmur3_32(e0.spirv))
+        e0.shader_type_index,
+        e0.opt_bits,
+        e0.source_hash,
+        len(e0.spirv),
+        cf.fnv1a32(e0.spirv),
+        cf.murmur3_32(e0.spirv),
+    )
     assert small_file[152 : 152 + len(e0.spirv)] == e0.spirv
     assert small_file[-40:] == vk_blob(b"12345678")
 
@@ -239,9 +273,16 @@ def test_decode_full_returns_what_resolve_gave(small_file):
 
 def test_identity_of_reads_a_gpu_info():
     info = types.SimpleNamespace(
-        vendor_id=IDENT.vendor_id, device_id=IDENT.device_id, api_version=IDENT.api_version,
-        driver_version=IDENT.driver_version, driver_id=IDENT.driver_id, driver_name=b"NVIDIA\0\0",
-        device_name="NVIDIA H200", pipeline_cache_uuid=list(UUID), subgroup_size=32)
+        vendor_id=IDENT.vendor_id,
+        device_id=IDENT.device_id,
+        api_version=IDENT.api_version,
+        driver_version=IDENT.driver_version,
+        driver_id=IDENT.driver_id,
+        driver_name=b"NVIDIA\0\0",
+        device_name="NVIDIA H200",
+        pipeline_cache_uuid=list(UUID),
+        subgroup_size=32,
+    )
     assert cf.identity_of(info, IDENT.ncnn_version) == IDENT
 
 
@@ -358,7 +399,9 @@ def test_entry_header_past_the_section_is_rejected():
     reject(raw_file(sec, 1), match=r"1 entries end at offset 160, but the section ends at offset 180")
 
 
-@pytest.mark.parametrize("size, match", [(0, "zero or not a multiple of 4"), (6, "zero or not a multiple of 4")])
+@pytest.mark.parametrize(
+    "size, match", [(0, "zero or not a multiple of 4"), (6, "zero or not a multiple of 4")]
+)
 def test_bad_spirv_size_is_rejected(size, match):
     spv = b"\0" * size
     reject(raw_file(entry_bytes(1, 0, 0x1000, spv), 1), match=match)
@@ -368,7 +411,10 @@ def test_bad_spirv_size_is_rejected(size, match):
 def test_entry_hash_mismatch_is_rejected(which):
     spv = spirv(4, 1)
     kw = {which: 0x12345678}
-    reject(raw_file(entry_bytes(1, 0, 0x1000, spv, **kw), 1), match="spirv_fnv1a" if which == "fnv" else "spirv_murmur3")
+    reject(
+        raw_file(entry_bytes(1, 0, 0x1000, spv, **kw), 1),
+        match="spirv_fnv1a" if which == "fnv" else "spirv_murmur3",
+    )
 
 
 def test_duplicate_entries_are_rejected():
@@ -603,7 +649,7 @@ def test_write_atomic_temp_name_pattern(tmp_path, monkeypatch):
     p = tmp_path / "c.vkcache"
     cf.write_atomic(p, b"a")
     cf.write_atomic(p, b"b")
-    pat = re.compile(re.escape(str(p)) + r"\.tmp\.%d\.(\d+)$" % os.getpid())
+    pat = re.compile(re.escape(str(p)) + rf"\.tmp\.{os.getpid()}\.(\d+)$")
     idx = []
     for src, existed, dst in seen:
         m = pat.match(src)

@@ -29,7 +29,6 @@ BIN = MODELS / "squeezenet_v1.1.bin"
 HEADER = ROOT / "capi" / "include" / "ncnn" / "c_api.h"
 
 
-
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -120,7 +119,9 @@ def test_header_and_python_exports_agree():
 def test_header_declarations_match_ncnn():
     """Each declaration we keep is character-for-character one of ncnn's (modulo #if blocks)."""
     # ncnn's own header is not ours to ship; it sits beside the checkout on development machines
-    ref = Path(os.environ.get("NCNN_C_REFERENCE_HEADER", str(ROOT.parent / "shared" / "reference" / "ncnn_c_api.h")))
+    ref = Path(
+        os.environ.get("NCNN_C_REFERENCE_HEADER", str(ROOT.parent / "shared" / "reference" / "ncnn_c_api.h"))
+    )
     if not ref.exists():
         pytest.skip(f"ncnn's c_api.h is not beside the checkout ({ref})")
     ncnn_lines = {

@@ -12,11 +12,10 @@ import itertools
 import time
 import zlib
 
+import ncnn  # noqa: F401  (the oracle must be installed)
 import numpy as np
 import pytest
 from oracle import check_layer, make_bin, make_param, rel_l2, run_layer, run_ncnn
-
-import ncnn  # noqa: F401  (the oracle must be installed)
 
 TOL = 1e-5
 

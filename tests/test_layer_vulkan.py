@@ -189,7 +189,11 @@ def test_pooling(vkdev, params, pooling_type):
 @pytest.mark.parametrize(
     "ptype,k,s,pad,mode,inc",
     # ncnn requires pad < kernel
-    [c for c in itertools.product([0, 1], [1, 2, 3, 4], [1, 2, 3], [0, 1, 2], range(4), [0, 1]) if c[3] < c[1]],
+    [
+        c
+        for c in itertools.product([0, 1], [1, 2, 3, 4], [1, 2, 3], [0, 1, 2], range(4), [0, 1])
+        if c[3] < c[1]
+    ],
 )
 def test_pooling_exhaustive(vkdev, ptype, k, s, pad, mode, inc):
     params = {0: ptype, 1: k, 2: s, 3: pad, 5: mode, 6: inc}

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import logging
 import pathlib
-import time
 
+import ncnn  # the oracle  # noqa: E402
 import numpy as np
 import pytest
 
 from ncnn_c.allocator import PoolAllocator
 from ncnn_c.mat import Mat, alignSize, float16_to_float32, float32_to_float16
-
-import ncnn  # the oracle  # noqa: E402
 
 PT = Mat.PixelType
 RNG_SEED = 1234
@@ -513,10 +511,9 @@ def test_from_pixels_bad_arguments_raise():
         Mat.from_pixels_resize(img, PT.PIXEL_RGB, 4, 4, 0, 3)
 
 
-
-
 def test_real_image_preprocessing_matches_oracle():
     from PIL import Image as from_png
+
     path = pathlib.Path(__file__).resolve().parents[1] / "models" / "256-ncnn.png"
     img = np.asarray(from_png.open(path).convert("RGB"))
     h, w, _ = img.shape
@@ -611,6 +608,7 @@ def test_copy_deepcopy_and_pickle():
 
 def test_from_pixels_accepts_pil_image():
     from PIL import Image as image
+
     img = rng().integers(0, 256, (6, 5, 3), dtype=np.uint8)
     pil = image.fromarray(img)
     np.testing.assert_array_equal(

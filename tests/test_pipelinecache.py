@@ -135,9 +135,9 @@ def test_pipeline_create_sets_the_handles(vkdev, shaders, cache):
 
 
 def test_pipeline_dispatch(vkdev, shaders, cache):
-    from ncnn_c.gpu import command
     import numpy as np
 
+    from ncnn_c.gpu import command
     from ncnn_c.gpu.vkmat import VkMat
     from ncnn_c.mat import Mat
 

@@ -115,7 +115,9 @@ def _stamp() -> str:
 def _ffibuilder() -> cffi.FFI:
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
-    ffi.set_source(f"ncnn_c._native.{MODULE}", CSOURCE.replace("@STAMP@", _stamp()), extra_compile_args=["-O2"])
+    ffi.set_source(
+        f"ncnn_c._native.{MODULE}", CSOURCE.replace("@STAMP@", _stamp()), extra_compile_args=["-O2"]
+    )
     return ffi
 
 

@@ -349,7 +349,10 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
     parts = []
     seen = set()
     for i, e in enumerate(entries):
-        key = (_check_u32(f"entry {i} shader_type_index", e.shader_type_index), _check_u32(f"entry {i} opt_bits", e.opt_bits))
+        key = (
+            _check_u32(f"entry {i} shader_type_index", e.shader_type_index),
+            _check_u32(f"entry {i} opt_bits", e.opt_bits),
+        )
         if _check_u32(f"entry {i} source_hash", e.source_hash) == 0:
             raise ValueError(f"entry {i}: source_hash 0 marks an unknown shader and cannot be cached")
         spirv = bytes(e.spirv)
@@ -358,7 +361,9 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
         if key in seen:
             raise ValueError(f"entry {i}: duplicate (shader_type_index, opt_bits) = {key}")
         seen.add(key)
-        parts.append(_ENTRY.pack(key[0], key[1], e.source_hash, len(spirv), fnv1a32(spirv), murmur3_32(spirv)))
+        parts.append(
+            _ENTRY.pack(key[0], key[1], e.source_hash, len(spirv), fnv1a32(spirv), murmur3_32(spirv))
+        )
         parts.append(spirv)
     section = b"".join(parts)
     blob = bytes(driver_blob)
@@ -392,9 +397,13 @@ def read_header(data) -> CacheHeader:
         raise CacheRejected(f"cache data is {n} bytes, shorter than the {HEADER_SIZE}-byte header")
     hdr = CacheHeader(*_HEADER.unpack_from(view, 0))
     if hdr.magic != CACHE_FILE_MAGIC:
-        raise CacheRejected(f"{_field('magic')} is 0x{hdr.magic:08x}, expected 0x{CACHE_FILE_MAGIC:08x}: not an ncnn_c pipeline cache")
+        raise CacheRejected(
+            f"{_field('magic')} is 0x{hdr.magic:08x}, expected 0x{CACHE_FILE_MAGIC:08x}: not an ncnn_c pipeline cache"
+        )
     if hdr.version != CACHE_FILE_VERSION:
-        raise CacheRejected(f"{_field('version')} is {hdr.version}, this build reads version {CACHE_FILE_VERSION}")
+        raise CacheRejected(
+            f"{_field('version')} is {hdr.version}, this build reads version {CACHE_FILE_VERSION}"
+        )
     if hdr.header_size != HEADER_SIZE:
         raise CacheRejected(f"{_field('header_size')} is {hdr.header_size}, expected {HEADER_SIZE}")
     actual = fnv1a32(view[:_CHECKSUM_OFFSET])
@@ -403,12 +412,16 @@ def read_header(data) -> CacheHeader:
             f"{_field('header_fnv1a')} is 0x{hdr.header_fnv1a:08x} but bytes 0..{_CHECKSUM_OFFSET - 1} hash to 0x{actual:08x}: header corrupted"
         )
     if hdr.endian_marker != ENDIAN_MARKER:
-        raise CacheRejected(f"{_field('endian_marker')} is 0x{hdr.endian_marker:08x}, expected 0x{ENDIAN_MARKER:08x}")
+        raise CacheRejected(
+            f"{_field('endian_marker')} is 0x{hdr.endian_marker:08x}, expected 0x{ENDIAN_MARKER:08x}"
+        )
     if hdr.pointer_size != POINTER_SIZE:
         raise CacheRejected(f"{_field('pointer_size')} is {hdr.pointer_size}, expected {POINTER_SIZE}")
     if any(hdr.reserved):
         i = next(i for i, b in enumerate(hdr.reserved) if b)
-        raise CacheRejected(f"header.reserved byte at offset {_RESERVED_OFFSET + i} is 0x{hdr.reserved[i]:02x}, must be zero")
+        raise CacheRejected(
+            f"header.reserved byte at offset {_RESERVED_OFFSET + i} is 0x{hdr.reserved[i]:02x}, must be zero"
+        )
     return hdr
 
 
@@ -458,13 +471,17 @@ def _decode_entries(
     for i in range(count):
         where = f"SPIR-V entry {i} at offset {base + pos}"
         if size - pos < ENTRY_HEADER_SIZE:
-            raise CacheRejected(f"{where}: entry header needs {ENTRY_HEADER_SIZE} bytes, {size - pos} left in the section")
+            raise CacheRejected(
+                f"{where}: entry header needs {ENTRY_HEADER_SIZE} bytes, {size - pos} left in the section"
+            )
         sti, opt_bits, source_hash, nbytes, fnv, mm3 = _ENTRY.unpack_from(section, pos)
         body = pos + ENTRY_HEADER_SIZE
         if nbytes == 0 or nbytes % 4:
             raise CacheRejected(f"{where}: spirv_size {nbytes} is zero or not a multiple of 4")
         if nbytes > size - body:
-            raise CacheRejected(f"{where}: spirv_size {nbytes} runs past the end of the SPIR-V section ({size - body} bytes left)")
+            raise CacheRejected(
+                f"{where}: spirv_size {nbytes} runs past the end of the SPIR-V section ({size - body} bytes left)"
+            )
         spirv = section[body : body + nbytes]
         if fnv1a32(spirv) != fnv:
             raise CacheRejected(f"{where}: spirv_fnv1a 0x{fnv:08x} does not match the SPIR-V bytes")
@@ -472,7 +489,9 @@ def _decode_entries(
             raise CacheRejected(f"{where}: spirv_murmur3 0x{mm3:08x} does not match the SPIR-V bytes")
         key = (sti, opt_bits)
         if key in seen:
-            raise CacheRejected(f"{where}: duplicate of entry {seen[key]} (shader_type_index {sti}, opt_bits 0x{opt_bits:x})")
+            raise CacheRejected(
+                f"{where}: duplicate of entry {seen[key]} (shader_type_index {sti}, opt_bits 0x{opt_bits:x})"
+            )
         seen[key] = i
         try:
             expected = source_hash_of(sti)
@@ -499,7 +518,9 @@ def _decode_entries(
         try:
             info = resolve(spirv_bytes)
         except Exception as e:
-            raise CacheRejected(f"{where}: SPIR-V of shader_type_index {sti} does not resolve ({type(e).__name__}: {e})") from e
+            raise CacheRejected(
+                f"{where}: SPIR-V of shader_type_index {sti} does not resolve ({type(e).__name__}: {e})"
+            ) from e
         entries.append(SpirvEntry(sti, opt_bits, source_hash, spirv_bytes))
         resolved.append(info)
         pos = body + nbytes
@@ -527,12 +548,18 @@ def decode_full(
         section = view[HEADER_SIZE:sec_end]
         blob = view[sec_end:]
         if fnv1a32(section) != hdr.spirv_section_fnv1a:
-            raise CacheRejected(f"{_field('spirv_section_fnv1a')} 0x{hdr.spirv_section_fnv1a:08x} does not match the SPIR-V section")
+            raise CacheRejected(
+                f"{_field('spirv_section_fnv1a')} 0x{hdr.spirv_section_fnv1a:08x} does not match the SPIR-V section"
+            )
         if fnv1a32(blob) != hdr.driver_blob_fnv1a:
-            raise CacheRejected(f"{_field('driver_blob_fnv1a')} 0x{hdr.driver_blob_fnv1a:08x} does not match the driver blob")
+            raise CacheRejected(
+                f"{_field('driver_blob_fnv1a')} 0x{hdr.driver_blob_fnv1a:08x} does not match the driver blob"
+            )
         entries, resolved = _decode_entries(section, hdr.spirv_entry_count, source_hash_of, resolve, stale)
         blob_bytes = bytes(blob)
-        validate_driver_blob(blob_bytes, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid, offset=sec_end)
+        validate_driver_blob(
+            blob_bytes, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid, offset=sec_end
+        )
         return DecodedCache(hdr, entries, resolved, blob_bytes)
     except CacheRejected:
         raise
@@ -569,7 +596,9 @@ def validate_driver_blob(blob: bytes, vendor_id, device_id, uuid, offset: int = 
         return
     at = f"driver blob (offset {offset})"
     if n < _VK_BLOB_HEADER.size:
-        raise CacheRejected(f"{at}: {n} bytes, shorter than the {_VK_BLOB_HEADER.size}-byte VkPipelineCacheHeaderVersionOne")
+        raise CacheRejected(
+            f"{at}: {n} bytes, shorter than the {_VK_BLOB_HEADER.size}-byte VkPipelineCacheHeaderVersionOne"
+        )
     length, version, vid, did, blob_uuid = _VK_BLOB_HEADER.unpack_from(blob, 0)
     if length < _VK_BLOB_HEADER.size or length > n:
         raise CacheRejected(f"{at}: headerLength {length} is outside {_VK_BLOB_HEADER.size}..{n}")
@@ -580,7 +609,9 @@ def validate_driver_blob(blob: bytes, vendor_id, device_id, uuid, offset: int = 
     if did != device_id:
         raise CacheRejected(f"{at}: deviceID {did:#x} does not match the device's {device_id:#x}")
     if blob_uuid != bytes(uuid):
-        raise CacheRejected(f"{at}: pipelineCacheUUID {blob_uuid.hex()} does not match the device's {bytes(uuid).hex()}")
+        raise CacheRejected(
+            f"{at}: pipelineCacheUUID {blob_uuid.hex()} does not match the device's {bytes(uuid).hex()}"
+        )
 
 
 # --------------------------------------------------------------------------- I/O
@@ -594,7 +625,9 @@ def _read_limited(f, limit: int, what: str) -> bytes:
         if not chunk:
             break
         if not isinstance(chunk, (bytes, bytearray)):
-            raise CacheRejected(f"{what}: read() returned {type(chunk).__name__}, expected bytes (open the file in binary mode)")
+            raise CacheRejected(
+                f"{what}: read() returned {type(chunk).__name__}, expected bytes (open the file in binary mode)"
+            )
         chunks.append(chunk)
         got += len(chunk)
     if got > limit:
@@ -634,7 +667,9 @@ def read_source(src) -> bytes:
             raise
         except Exception as e:  # OSError, a closed file's ValueError, whatever a custom reader raises
             raise CacheRejected(f"{what}: cannot read ({type(e).__name__}: {e})") from e
-    raise CacheRejected(f"cannot read a cache from {type(src).__name__}: expected bytes, a path or a binary file object")
+    raise CacheRejected(
+        f"cannot read a cache from {type(src).__name__}: expected bytes, a path or a binary file object"
+    )
 
 
 _tmp_counter = itertools.count()
@@ -716,10 +751,14 @@ def write_target(dst, data: bytes) -> None:
         write_atomic(dst, data)
         return
     if isinstance(dst, (bytes, memoryview)):  # immutable, or fixed-size: cannot take new contents
-        raise TypeError(f"cannot write a cache into {type(dst).__name__}: pass a bytearray, a path or a binary file object")
+        raise TypeError(
+            f"cannot write a cache into {type(dst).__name__}: pass a bytearray, a path or a binary file object"
+        )
     write = getattr(dst, "write", None)
     if not callable(write):
-        raise TypeError(f"cannot write a cache to {type(dst).__name__}: expected a bytearray, a path or a binary file object")
+        raise TypeError(
+            f"cannot write a cache to {type(dst).__name__}: expected a bytearray, a path or a binary file object"
+        )
     try:
         view = _as_view(data)
         pos = 0

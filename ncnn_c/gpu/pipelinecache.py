@@ -381,8 +381,10 @@ class PipelineCache:
                 self._stats["driver_blob_bytes"] = len(blob)
                 self._stats["last_load_bytes"] = len(data)
                 self._last_load_error = None
-            for entry, reason in stale:
-                log.warning("PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", _describe(src), reason)
+            for _entry, reason in stale:
+                log.warning(
+                    "PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", _describe(src), reason
+                )
             return 0
         except cachefile.CacheRejected as e:
             self._last_load_error = str(e)
