@@ -11,16 +11,13 @@ skipped when an extension built from the same C source already exists.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import sys
-import sysconfig
-import tempfile
 
 import cffi
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from . import _build
+from ._build import BuildError  # noqa: F401  (part of this module's interface)
+
 MODULE = "_hash"
 
 CDEF = """
@@ -104,12 +101,8 @@ uint32_t ncnnc_murmur3_32(const uint8_t* data, size_t size, uint32_t seed)
 """
 
 
-class BuildError(RuntimeError):
-    """No C compiler / Python headers, or the compile failed."""
-
-
 def _stamp() -> str:
-    return hashlib.sha256((CDEF + CSOURCE).encode()).hexdigest()[:16]
+    return _build.stamp(CDEF, CSOURCE)
 
 
 def _ffibuilder() -> cffi.FFI:
@@ -122,17 +115,12 @@ def _ffibuilder() -> cffi.FFI:
 
 
 def extension_path() -> str:
-    return os.path.join(HERE, MODULE + sysconfig.get_config_var("EXT_SUFFIX"))
+    return _build.extension_path(MODULE)
 
 
 def is_current(path: str | None = None) -> bool:
     """Whether an extension built from this exact C source exists."""
-    path = path or extension_path()
-    try:
-        with open(path, "rb") as f:
-            return f"NCNNC_STAMP:{_stamp()}".encode() in f.read()
-    except OSError:
-        return False
+    return _build.is_current(path or extension_path(), _stamp())
 
 
 def build(force: bool = False, verbose: bool = False) -> str:
@@ -140,28 +128,8 @@ def build(force: bool = False, verbose: bool = False) -> str:
     target = extension_path()
     if not force and is_current(target):
         return target
-    ffi = _ffibuilder()
-    with tempfile.TemporaryDirectory(prefix="ncnn_c_hash_") as tmp:
-        try:
-            built = ffi.compile(tmpdir=tmp, verbose=verbose)
-        except Exception as e:  # distutils/setuptools raise various types
-            raise BuildError(f"building {MODULE} failed: {e}") from e
-        # Copy then rename so a concurrent importer never sees a half-written .so.
-        partial = f"{target}.tmp.{os.getpid()}"
-        shutil.copyfile(built, partial)
-        os.replace(partial, target)
-    return target
-
-
-def main(argv: list[str]) -> int:
-    try:
-        path = build(force="--force" in argv, verbose="-v" in argv)
-    except BuildError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+    return _build.compile_and_install(_ffibuilder(), MODULE, target, verbose)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(_build.main(build, sys.argv[1:]))

@@ -10,16 +10,14 @@ skipped when an extension built from the same C source and link line already exi
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import sys
-import sysconfig
-import tempfile
 
 import cffi
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from . import _build
+from ._build import BuildError  # noqa: F401  (part of this module's interface)
+
 MODULE = "_shaderc"
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
@@ -122,10 +120,6 @@ void ncnnc_result_free(ncnnc_result* r)
 """
 
 
-class BuildError(RuntimeError):
-    """The static shaderc toolchain is not installed or the link failed."""
-
-
 def _archives() -> list[str]:
     missing = [a for a in REQUIRED_ARCHIVES if not os.path.exists(os.path.join(LIBDIR, a))]
     if missing or not os.path.exists("/usr/include/shaderc/shaderc.h"):
@@ -149,46 +143,21 @@ def _ffibuilder(archives: list[str]) -> cffi.FFI:
 
 
 def _stamp(archives: list[str]) -> str:
-    h = hashlib.sha256((CDEF + CSOURCE + "\n".join(archives)).encode())
-    return h.hexdigest()[:16]
+    return _build.stamp(CDEF, CSOURCE, *archives)
 
 
 def extension_path() -> str:
-    return os.path.join(HERE, MODULE + sysconfig.get_config_var("EXT_SUFFIX"))
+    return _build.extension_path(MODULE)
 
 
 def build(force: bool = False, verbose: bool = False) -> str:
     """Build the extension next to this file; returns its path. Raises BuildError."""
     archives = _archives()
     target = extension_path()
-    # The stamp is compiled into the extension, so no side file is needed to tell
-    # whether an existing build matches this source and link line.
-    if not force and os.path.exists(target):
-        with open(target, "rb") as f:
-            if f"NCNNC_STAMP:{_stamp(archives)}".encode() in f.read():
-                return target
-    ffi = _ffibuilder(archives)
-    with tempfile.TemporaryDirectory(prefix="ncnn_c_shaderc_") as tmp:
-        try:
-            built = ffi.compile(tmpdir=tmp, verbose=verbose)
-        except Exception as e:  # distutils/setuptools raise various types
-            raise BuildError(f"building {MODULE} failed: {e}") from e
-        # Copy then rename so a concurrent importer never sees a half-written .so.
-        partial = f"{target}.tmp.{os.getpid()}"
-        shutil.copyfile(built, partial)
-        os.replace(partial, target)
-    return target
-
-
-def main(argv: list[str]) -> int:
-    try:
-        path = build(force="--force" in argv, verbose="-v" in argv)
-    except BuildError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+    if not force and _build.is_current(target, _stamp(archives)):
+        return target
+    return _build.compile_and_install(_ffibuilder(archives), MODULE, target, verbose)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(_build.main(build, sys.argv[1:]))

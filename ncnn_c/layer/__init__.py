@@ -203,7 +203,14 @@ def layer_to_index(type_name: str) -> int:
     return _TYPE_INDEX.get(type_name, -1)
 
 
-def _finish(layer: Layer, index: int) -> Layer:
+def _create(type_or_index, which: str) -> Layer | None:
+    index = type_or_index if isinstance(type_or_index, int) else layer_to_index(type_or_index)
+    if index < 0 or index >= len(LAYER_TYPES):
+        return None
+    cls = getattr(registry()[index], which)
+    if cls is None:
+        return None
+    layer = cls()
     layer.typeindex = index
     layer.type = LAYER_TYPES[index]
     return layer
@@ -211,20 +218,12 @@ def _finish(layer: Layer, index: int) -> Layer:
 
 def create_layer_cpu(type_or_index) -> Layer | None:
     """A new CPU layer by ncnn type name or index; None when the type is not implemented."""
-    index = type_or_index if isinstance(type_or_index, int) else layer_to_index(type_or_index)
-    if index < 0 or index >= len(LAYER_TYPES):
-        return None
-    cls = registry()[index].cpu
-    return _finish(cls(), index) if cls else None
+    return _create(type_or_index, "cpu")
 
 
 def create_layer_vulkan(type_or_index) -> Layer | None:
     """A new Vulkan-capable layer, None when the type has no GPU implementation."""
-    index = type_or_index if isinstance(type_or_index, int) else layer_to_index(type_or_index)
-    if index < 0 or index >= len(LAYER_TYPES):
-        return None
-    cls = registry()[index].vulkan
-    return _finish(cls(), index) if cls else None
+    return _create(type_or_index, "vulkan")
 
 
 def create_layer(type_or_index) -> Layer | None:
