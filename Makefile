@@ -30,6 +30,7 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 test: setup lint
 	$(PY) -m pytest -q -m "not slow"

@@ -17,6 +17,8 @@ import logging
 import numbers
 import operator
 import weakref
+from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,13 +41,17 @@ def float16_to_float32(a) -> np.ndarray:
 
 
 # scalar byte size -> dtype used by tensor()/numpy() (ncnn stores fp32, fp16, int8)
-_SCALAR_DTYPES = {
+_SCALAR_DTYPES: dict[int, np.dtype] = {
     4: np.dtype(np.float32),
     2: np.dtype(np.float16),
     1: np.dtype(np.int8),
     8: np.dtype(np.float64),
 }
-_FORMAT_DTYPES = {"f": np.dtype(np.float32), "i": np.dtype(np.int32), "d": np.dtype(np.float64)}
+_FORMAT_DTYPES: dict[str, np.dtype] = {
+    "f": np.dtype(np.float32),
+    "i": np.dtype(np.int32),
+    "d": np.dtype(np.float64),
+}
 
 
 class _Block:
@@ -137,6 +143,16 @@ def _shape_args(args, what: str) -> tuple[int, ...]:
 
 class Mat:
     """ncnn::Mat. See docs/design.md for the layout contract."""
+
+    # The pixel conversions live after the class, next to their helpers, and are attached at
+    # the end of this module.
+    from_pixels: ClassVar[Callable[..., Mat]]
+    from_pixels_resize: ClassVar[Callable[..., Mat]]
+    from_pixels_roi: ClassVar[Callable[..., Mat]]
+    from_pixels_roi_resize: ClassVar[Callable[..., Mat]]
+    to_pixels: ClassVar[Callable[..., np.ndarray]]
+    to_pixels_resize: ClassVar[Callable[..., np.ndarray]]
+    substract_mean_normalize: ClassVar[Callable[..., None]]
 
     class PixelType(enum.IntEnum):
         """Pixel layouts and conversions, ``X2Y = X | (Y << PIXEL_CONVERT_SHIFT)``, as PyPI ncnn."""
@@ -483,6 +499,7 @@ class Mat:
         if m._data is None:
             return Mat()
         if m.cstep == self.cstep:
+            assert self._data is not None  # not empty()
             m._data[...] = self._data[: len(m._data)]
         else:
             m.tensor()[...] = self.tensor()
@@ -766,16 +783,16 @@ def _planes_to_mat(planes: list[np.ndarray], allocator) -> Mat:
 
 def _parse_pixel_args(name: str, args: tuple, kwargs: dict, fields: tuple[str, ...]) -> dict:
     """PyPI overloads: ``(array, type, w, h, [stride,] *fields, allocator=None)``."""
-    args = list(args)
+    pos = list(args)
     allocator = kwargs.pop("allocator", None)
-    if args and not _is_int(args[-1]):
+    if pos and not _is_int(pos[-1]):
         if allocator is not None:
             raise TypeError(f"Mat.{name}: allocator given twice")
-        allocator = args.pop()
-    if len(args) < 4:
+        allocator = pos.pop()
+    if len(pos) < 4:
         raise TypeError(f"Mat.{name}: expected (array, type, w, h, ...)")
-    out = {"pixels": args[0], "type": args[1], "w": args[2], "h": args[3], "allocator": allocator}
-    rest = args[4:]
+    out = {"pixels": pos[0], "type": pos[1], "w": pos[2], "h": pos[3], "allocator": allocator}
+    rest = pos[4:]
     # one extra positional int means the stride overload
     names = ("stride",) + fields if len(rest) == len(fields) + 1 else fields
     if len(rest) > len(names):
@@ -924,12 +941,12 @@ def _to_pixels_impl(m: Mat, pixels, type_, stride, target) -> np.ndarray:
 def _to_pixels(self: Mat, *args, **kwargs) -> np.ndarray:
     """``m.to_pixels(type, stride=0)`` -> (h, w, channels) uint8 array, or
     ``m.to_pixels(pixels, type, stride=0)`` writes into a caller buffer (ncnn's form)."""
-    args = list(args)
+    pos = list(args)
     pixels = kwargs.pop("pixels", None)
-    if args and not _is_int(args[0]):
-        pixels = args.pop(0)
+    if pos and not _is_int(pos[0]):
+        pixels = pos.pop(0)
     names = ("type", "stride")
-    a = dict(zip(names, args, strict=False))
+    a = dict(zip(names, pos, strict=False))
     a.update(kwargs)
     if "type" not in a or set(a) - set(names):
         raise TypeError("Mat.to_pixels: expected ([pixels,] type, stride=0)")
@@ -938,12 +955,12 @@ def _to_pixels(self: Mat, *args, **kwargs) -> np.ndarray:
 
 def _to_pixels_resize(self: Mat, *args, **kwargs) -> np.ndarray:
     """``m.to_pixels_resize([pixels,] type, target_width, target_height, target_stride=0)``."""
-    args = list(args)
+    pos = list(args)
     pixels = kwargs.pop("pixels", None)
-    if args and not _is_int(args[0]):
-        pixels = args.pop(0)
+    if pos and not _is_int(pos[0]):
+        pixels = pos.pop(0)
     names = ("type", "target_width", "target_height", "target_stride")
-    a = dict(zip(names, args, strict=False))
+    a = dict(zip(names, pos, strict=False))
     a.update(kwargs)
     if set(names[:3]) - set(a) or set(a) - set(names):
         raise TypeError(

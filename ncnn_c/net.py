@@ -40,7 +40,7 @@ _MAX_HINT_ELEMENTS = 1 << 26
 _TOKEN = re.compile(r'[^\s"]*"[^"]*"\S*|\S+')
 
 
-def _gpu():
+def _gpu() -> types.SimpleNamespace:
     """The GPU modules, imported on first use (tests may replace this function)."""
     from .gpu import command, device, pipelinecache, vkmat
 
@@ -343,9 +343,9 @@ class Net:
             )
         body = lines[2:]
         if len(body) < layer_count:
-            where = body[-1][0] if body else lineno
+            last = body[-1][0] if body else lineno
             raise ModelFormatError(
-                f"line {where}: layer count is {layer_count} but the file has only {len(body)} layer lines"
+                f"line {last}: layer count is {layer_count} but the file has only {len(body)} layer lines"
             )
         if len(body) > layer_count:
             # ncnn reads exactly layer_count lines; real files (nanodet_m) carry an extra one
@@ -561,7 +561,7 @@ class Net:
             log.warning("load_model: no Vulkan device available; running on the CPU")
             self.opt.use_vulkan_compute = False
         gpu = _gpu() if use_vk else None
-        if use_vk and self.opt.pipeline_cache is None:
+        if gpu is not None and self.opt.pipeline_cache is None:
             self._owned_cache = gpu.PipelineCache(self._vkdev)
             self.opt.pipeline_cache = self._owned_cache
 
@@ -575,7 +575,7 @@ class Net:
                 log.error("load_model: %s create_pipeline failed (%s)", _desc(i, layer), ret)
                 return -1
 
-        if use_vk:
+        if gpu is not None:
             cmd = gpu.VkCompute(self._vkdev)
             for i, layer in enumerate(self._layers):
                 if layer.vkdev is None:
@@ -834,6 +834,7 @@ class Extractor:
 
     def _take_bottom(self, b: int, layer: Layer, opt, inplace: bool) -> Mat:
         m = self._mats[b]
+        assert m is not None  # _forward_layer produced every bottom first
         if _needs_unpack(m, layer):
             return _unpack_fp32(m)
         if inplace and (self._pending[b] > 1 or b in self._shared):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class ParamDict:
     """ncnn's ParamDict: ``get(id, default)`` returns the type of ``default``."""
 
     def __init__(self) -> None:
-        self._params: dict[int, tuple[int, object]] = {}
+        self._params: dict[int, tuple[int, Any]] = {}  # id -> (type tag, value of that type)
 
     # -- public API ---------------------------------------------------------------------
     def type(self, id: int) -> int:  # noqa: A002 - ncnn's name

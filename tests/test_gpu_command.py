@@ -232,6 +232,16 @@ def test_empty_mat_upload(vkdev):
     assert cmd.submit_and_wait() == 0
 
 
+def test_zero_size_mat_upload_and_download(vkdev):
+    """A shaped Mat with no elements (Mat(0): dims 1, no data) moves without touching memory."""
+    cmd = VkCompute(vkdev)
+    g, back = VkMat(), Mat()
+    cmd.record_upload(Mat(0), g, Option())
+    cmd.record_download(g, back, Option())
+    assert cmd.submit_and_wait() == 0
+    assert back.total() == 0
+
+
 # -- dispatch ----------------------------------------------------------------------------------------
 def test_dispatch_add_push_constants(vkdev, opt, pipelines):
     n = 1000  # not a multiple of the local size

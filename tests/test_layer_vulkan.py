@@ -112,7 +112,9 @@ SHAPES = {1: (37,), 2: (6, 11), 3: (5, 7, 9), 4: (3, 4, 5, 7)}
 ACT_PARAMS = {0: None, 1: None, 2: [0.1], 3: [-0.5, 0.8], 4: None, 5: None, 6: [0.2, 0.5]}
 
 
-def conv_case(vkdev, geometry: dict, bias=1, act=0, shape=(3, 11, 13), num_output=7, seed=0):
+def conv_case(
+    vkdev, geometry: dict, bias=1, act=0, shape=(3, 11, 13), num_output=7, seed=0, fp16_weights=False
+):
     kw = geometry.get(1, 1)
     kh = geometry.get(11, kw)
     params = dict(geometry)
@@ -122,6 +124,9 @@ def conv_case(vkdev, geometry: dict, bias=1, act=0, shape=(3, 11, 13), num_outpu
         if ACT_PARAMS[act]:
             params[10] = ACT_PARAMS[act]
     weights = [_rand(params[6], seed + 1) * 0.5]
+    if fp16_weights:
+        # values fp16 holds exactly: the layer uploads them as halves
+        weights = [weights[0].astype(np.float16).astype(np.float32)]
     if bias:
         weights.append((_rand(num_output, seed + 2), 1))
     check_gpu(vkdev, "Convolution", params, weights, [_rand(shape, seed)])
@@ -153,6 +158,32 @@ def test_convolution_geometry(vkdev, geometry, bias):
 @pytest.mark.parametrize("geometry", [{1: 1}, {1: 3, 4: 1}], ids=str)
 def test_convolution_activation(vkdev, act, geometry):
     conv_case(vkdev, geometry, bias=1, act=act, shape=(6, 9, 10), num_output=5)
+
+
+# The shader tiles 8 output positions x 8 (1x1: 16) output channels per invocation and
+# reads input rows as aligned vec4s: rows of several tiles with a partial last one, row
+# starts at every alignment, planes that are no multiple of 8, and output channel counts
+# that leave a partial group all need covering.
+TILE_GEOMETRIES = [
+    {1: 1},  # flat 1x1
+    {1: 1, 4: 1},  # 1x1 with a border (conv10)
+    {1: 3, 4: 1},  # 3x3 s1 (fire expand)
+    {1: 3, 3: 2},  # 3x3 s2 (conv1)
+    {1: 3, 2: 2, 4: 2},  # dilated
+    {1: 5, 3: 3, 4: 1, 18: 0.5},  # wide window, stride 3
+]
+
+
+@pytest.mark.parametrize("geometry", TILE_GEOMETRIES, ids=str)
+@pytest.mark.parametrize("shape,num_output", [((5, 17, 23), 19), ((9, 6, 7), 16), ((2, 3, 30), 33)])
+def test_convolution_tiles(vkdev, geometry, shape, num_output):
+    conv_case(vkdev, geometry, bias=1, act=1, shape=shape, num_output=num_output)
+
+
+@pytest.mark.parametrize("geometry", TILE_GEOMETRIES, ids=str)
+@pytest.mark.parametrize("bias", [0, 1])
+def test_convolution_fp16_weights(vkdev, geometry, bias):
+    conv_case(vkdev, geometry, bias=bias, act=1, shape=(5, 17, 23), num_output=19, fp16_weights=True)
 
 
 @pytest.mark.slow
@@ -201,10 +232,26 @@ def test_pooling_exhaustive(vkdev, ptype, k, s, pad, mode, inc):
         check_gpu(vkdev, "Pooling", params, [], [_rand(shape, k)])
 
 
+@pytest.mark.parametrize("params", POOL_CASES[:3] + POOL_CASES[4:], ids=str)
+def test_pooling_tiles(vkdev, params):
+    # windowed pooling computes 8 outputs of a row per invocation from vec4-aligned row
+    # reads: rows of several tiles with a partial last one and rows starting at every alignment
+    for pooling_type in (0, 1):
+        check_gpu(vkdev, "Pooling", {0: pooling_type, **params}, [], [_rand((3, 19, 37), 7)])
+
+
 def test_global_pooling_large(vkdev):
     # more elements per channel than one workgroup: exercises the strided fold
     for ptype in (0, 1):
         check_gpu(vkdev, "Pooling", {0: ptype, 4: 1}, [], [_rand((3, 29, 31), 5)])
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 5), (2, 3, 6), (3, 1, 1), (70, 2, 2)], ids=str)
+def test_global_pooling_tail(vkdev, shape):
+    # the shader reads channels as vec4s: plane sizes of every remainder mod 4, and more
+    # channels than one workgroup
+    for ptype in (0, 1):
+        check_gpu(vkdev, "Pooling", {0: ptype, 4: 1}, [], [_rand(shape, 6) - 3])
 
 
 # -- Concat ------------------------------------------------------------------------------------

@@ -16,14 +16,16 @@ import logging
 import os
 import struct
 import threading
+from typing import Any
 
 from ..errors import NcnnError, VulkanUnavailable
 
 log = logging.getLogger("ncnn_c")
 
-ffi = None  # vulkan.ffi once load() succeeded
-lib = None  # vulkan.lib once load() succeeded
-_vkmod = None
+# cffi's FFI and compiled lib are dynamic (every C function and type is an attribute): Any
+ffi: Any = None  # vulkan.ffi once load() succeeded
+lib: Any = None  # vulkan.lib once load() succeeded
+_vkmod: Any = None
 _load_lock = threading.Lock()
 _load_error: str | None = None
 
@@ -298,7 +300,7 @@ def describe_physical_device(pd, instance_api: int) -> dict:
     }
 
     # properties2 chain: subgroup (core 1.1) and driver (core 1.2 or VK_KHR_driver_properties)
-    keep = []
+    keep: list[Any] = []  # cffi structs that must outlive the call
     p2 = ffi.new("VkPhysicalDeviceProperties2*")
     p2.sType = _st("PHYSICAL_DEVICE_PROPERTIES_2")
     sub = ffi.new("VkPhysicalDeviceSubgroupProperties*")
@@ -384,7 +386,7 @@ def _query_features(pd, api: int, exts) -> dict:
     out["support_fp64"] = False
     if api < API_1_1:
         return out
-    keep = []
+    keep: list[Any] = []  # cffi structs that must outlive the call
     f2 = ffi.new("VkPhysicalDeviceFeatures2*")
     f2.sType = _st("PHYSICAL_DEVICE_FEATURES_2")
     chain = _feature_chain(api, exts)
@@ -398,7 +400,7 @@ def _query_features(pd, api: int, exts) -> dict:
     return out
 
 
-def heap_budget(pd, heap_index: int) -> int | None:
+def heap_budget(pd, heap_index: int) -> int:
     """Budget in bytes of one heap through VK_EXT_memory_budget (caller checks the extension)."""
     mp2 = ffi.new("VkPhysicalDeviceMemoryProperties2*")
     mp2.sType = _st("PHYSICAL_DEVICE_MEMORY_PROPERTIES_2")
@@ -412,7 +414,7 @@ def heap_budget(pd, heap_index: int) -> int | None:
 # -- logical device ---------------------------------------------------------------------
 def create_device(pd, queue_family: int, queue_count: int, extensions: list[str], features: dict, api: int):
     """vkCreateDevice with one queue family; ``features`` holds our support_* flags to enable."""
-    keep = []
+    keep: list[Any] = []  # cffi structs that must outlive the call
     prio = ffi.new("float[]", [1.0] * queue_count)
     qci = ffi.new("VkDeviceQueueCreateInfo*")
     qci.sType = _st("DEVICE_QUEUE_CREATE_INFO")
@@ -627,8 +629,8 @@ class CommandRecorder:
         self._set_alloc.pSetLayouts = self._set_layout
         self._set = ffi.new("VkDescriptorSet[1]")
         self._writes_n = 0
-        self._writes = None
-        self._infos = None
+        self._writes: Any = None  # cffi VkWriteDescriptorSet[] (set by _grow_writes)
+        self._infos: Any = None  # cffi VkDescriptorBufferInfo[]
         self._grow_writes(16)
 
     def _grow_writes(self, n: int) -> None:

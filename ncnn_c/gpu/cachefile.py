@@ -117,11 +117,11 @@ def murmur3_32_py(data, seed: int = 0) -> int:
     if nblocks >= 64:
         import numpy as np
 
-        k = np.frombuffer(b, dtype="<u4", count=nblocks).astype(np.uint32)
-        k *= np.uint32(_C1)
-        k = (k << np.uint32(15)) | (k >> np.uint32(17))
-        k *= np.uint32(_C2)
-        blocks = k.tolist()
+        kv = np.frombuffer(b, dtype="<u4", count=nblocks).astype(np.uint32)
+        kv *= np.uint32(_C1)
+        kv = (kv << np.uint32(15)) | (kv >> np.uint32(17))
+        kv *= np.uint32(_C2)
+        blocks = kv.tolist()
     else:
         blocks = []
         for i in range(nblocks):

@@ -51,7 +51,9 @@ class VkCompute:
 
     def __init__(self, vkdev) -> None:
         self.vkdev = vkdev
-        self._rec = _vk.CommandRecorder(vkdev.vk_device, vkdev.compute_queue_family)
+        self._rec: _vk.CommandRecorder | None = _vk.CommandRecorder(
+            vkdev.vk_device, vkdev.compute_queue_family
+        )
         self._recording = False
         self._pending_stages = 0  # stages whose writes no barrier has covered yet
         self._pending_access = 0
@@ -62,11 +64,13 @@ class VkCompute:
     # -- internal ------------------------------------------------------------------------------
     def _begin(self) -> None:
         if not self._recording:
+            assert self._rec is not None, "VkCompute used after destroy()"
             self._rec.begin()
             self._recording = True
 
     def _sync(self, dst_stage: int, dst_access: int) -> None:
         if self._pending_stages:
+            assert self._rec is not None, "VkCompute used after destroy()"
             self._rec.barrier(self._pending_stages, self._pending_access, dst_stage, dst_access)
         self._pending_stages = 0
         self._pending_access = 0
@@ -86,6 +90,8 @@ class VkCompute:
     def _copy(self, src: VkMat, dst: VkMat, nbytes: int) -> None:
         self._begin()
         self._sync(_vk.STAGE_TRANSFER, _TRANSFER_RW)
+        assert self._rec is not None, "VkCompute used after destroy()"
+        assert src.data is not None and dst.data is not None  # callers copy only allocated VkMats
         self._rec.copy_buffer(src.data.buffer, src.data.offset, dst.data.buffer, dst.data.offset, nbytes)
         self._wrote(_vk.STAGE_TRANSFER)
         self._keep.append(src)
@@ -101,6 +107,8 @@ class VkCompute:
             dst.release()
             return
         dst.create_like(src, self._blob_allocator(opt))
+        if dst.data is None:
+            return  # a zero-size Mat (e.g. Mat(0)): nothing to copy
         raw = src.raw()
         n = min(raw.nbytes, dst.nbytes())
         if dst.data.mapped_ptr:
@@ -110,6 +118,8 @@ class VkCompute:
             return
         staging = VkMat()
         staging.create_like(src, self._staging_allocator(opt))
+        # allocated (same size as dst) from host-visible staging memory
+        assert staging.data is not None and staging.data.mapped_ptr is not None
         _vk.host_view(staging.data.mapped_ptr, n)[:] = raw[:n]
         self._copy(staging, dst, n)
 
@@ -128,6 +138,7 @@ class VkCompute:
         staging = VkMat()
         staging.create_like(src, self._staging_allocator(opt))
         self._copy(src, staging, n)
+        assert staging.data is not None  # same size as src, which is allocated
         self._downloads.append((staging.data.mapped_ptr, n, dst))
 
     def record_clone(self, src, dst, opt=None) -> None:
@@ -171,13 +182,14 @@ class VkCompute:
             buffers.append((bm.buffer, bm.offset, bm.capacity))
 
         fmt = None
-        values = ()
+        values: list[int | float] | tuple[()] = ()
         if constants:
             fmt = "<" + "".join(_pc_code(v) for v in constants)
             values = _pc_values(fmt, constants)
 
         self._begin()
         self._sync(_vk.STAGE_COMPUTE, _COMPUTE_RW)
+        assert self._rec is not None, "VkCompute used after destroy()"
         self._rec.dispatch(
             _vk.to_handle("VkPipeline", pipeline.vk_pipeline),
             _vk.to_handle("VkPipelineLayout", pipeline.vk_pipeline_layout),
@@ -199,6 +211,7 @@ class VkCompute:
             self._finish()
             return 0
         ret = 0
+        assert self._rec is not None, "VkCompute used after destroy()"
         try:
             if self._downloads:
                 self._pending_stages |= _vk.STAGE_COMPUTE | _vk.STAGE_TRANSFER
@@ -222,6 +235,7 @@ class VkCompute:
         return 0
 
     def _finish(self) -> None:
+        assert self._rec is not None, "VkCompute used after destroy()"
         if self._recording:
             try:
                 self._rec.end()

@@ -227,7 +227,7 @@ def create_gpu_instance(driver_path: str | None = None) -> int:
                 log.warning("Vulkan unavailable: %s", e)
             _init_failed = str(e)
             return -1
-        infos = []
+        infos: list[GpuInfo] = []
         try:
             for i, pd in enumerate(inst.physical_devices()):
                 d = _vk.describe_physical_device(pd, inst.api_version)
@@ -333,6 +333,7 @@ class VulkanDevice:
     def __init__(self, device_index: int = 0) -> None:
         if not _ensure_instance():
             raise VulkanUnavailable(_init_failed or "no Vulkan instance")
+        assert _instance is not None  # _ensure_instance() succeeded
         info = get_gpu_info(device_index)
         if info is None:
             raise NcnnError(f"invalid gpu index {device_index}")

@@ -232,6 +232,7 @@ class PipelineCache:
                         return art
 
             if raw:
+                assert spirv is not None  # a raw request carries its SPIR-V
                 shader_info = resolve_shader_info(spirv)
             else:
                 spirv, shader_info = self._builtin_spirv(key, opt)
@@ -372,9 +373,9 @@ class PipelineCache:
                         _vkp.merge_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache, blob)
                     except NcnnError as e:
                         raise cachefile.CacheRejected(f"driver blob not accepted by the driver: {e}") from e
-                for e in entries:
-                    self._spirv[(e.shader_type_index, e.opt_bits)] = _SpirvRecord(
-                        e.source_hash, e.spirv, infos.get(e.spirv) or resolve_shader_info(e.spirv)
+                for ent in entries:
+                    self._spirv[(ent.shader_type_index, ent.opt_bits)] = _SpirvRecord(
+                        ent.source_hash, ent.spirv, infos.get(ent.spirv) or resolve_shader_info(ent.spirv)
                     )
                 self._stats["loaded_spirv_entries"] += len(entries)
                 self._stats["stale_spirv_entries"] += len(stale)
@@ -430,7 +431,7 @@ class PipelineCache:
 
     def stats(self) -> dict:
         with self._lock:
-            d = dict(self._stats)
+            d: dict[str, object] = dict(self._stats)
             d["spirv_entries"] = len(self._spirv)
             d["artifacts"] = len(self._artifacts)
             d["last_load_error"] = self._last_load_error

@@ -197,6 +197,7 @@ class VkBlobAllocator(VkAllocator):
                 log.error("VkAllocator.fastMalloc(%d): %s", size, e)
                 return None
             off = block.take(size)
+            assert off is not None  # a fresh block of at least ``size`` bytes always fits it
             return self._memory(block, off, size)
 
     def _memory(self, block: _Block, off: int, size: int) -> VkBufferMemory:

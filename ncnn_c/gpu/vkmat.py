@@ -8,9 +8,13 @@ The buffer range is returned to its allocator when the last VkMat sharing it is 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ..mat import _cstep_for
 from . import _vk
+
+if TYPE_CHECKING:
+    from .vkallocator import VkBufferMemory
 
 log = logging.getLogger("ncnn_c")
 
@@ -55,8 +59,8 @@ class VkMat:
         self.elempack = 0
         self.cstep = 0
         self.allocator = None
-        self.data = None  # VkBufferMemory
-        self._owner = None
+        self.data: VkBufferMemory | None = None
+        self._owner: _Owner | None = None
 
     # -- allocation ----------------------------------------------------------------------------
     def create(self, *args, elemsize: int = 4, elempack: int = 1, allocator=None) -> None:

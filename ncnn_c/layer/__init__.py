@@ -31,6 +31,10 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..gpu.device import VulkanDevice
 
 log = logging.getLogger("ncnn_c")
 
@@ -87,7 +91,7 @@ class Layer:
         self.tops: list[int] = []
         self.bottom_shapes: list = []
         self.top_shapes: list = []
-        self.vkdev = None
+        self.vkdev: VulkanDevice | None = None  # set by the net for layers that run on the GPU
         self.userdata = None
 
     # -- loading ---------------------------------------------------------------------

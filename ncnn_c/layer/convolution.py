@@ -204,6 +204,7 @@ class Convolution(Layer):
     def forward(self, bottom, top, opt) -> int:
         if self._weight2d is None:
             self._prepare()
+        assert self._weight2d is not None  # set by _prepare()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:
             return self._forward_flat(bottom, top, opt)
         if bottom.elempack != 1 or bottom.dims != 3:
@@ -274,6 +275,7 @@ class Convolution(Layer):
 
     def _forward_flat(self, bottom, top, opt) -> int:
         # ncnn's deprecated path: a 1x1 convolution over a flattened blob acts as InnerProduct
+        assert self._weight2d is not None  # forward() prepared it
         x = bottom.tensor()
         if x.shape[0] != self._weight2d.shape[1]:
             log.error(

@@ -14,6 +14,10 @@ pipelines are created, and a fixed size keeps identical layers on one cached pip
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...gpu.device import VulkanDevice
 
 log = logging.getLogger("ncnn_c")
 
@@ -26,6 +30,12 @@ LOCAL_2D = (8, 8, 1)
 class VulkanLayer:
     """Mixin for ``<Type>_vulkan`` classes; goes first in the bases so its hooks run."""
 
+    # Layer attributes this mixin uses (it always precedes a Layer subclass in the bases)
+    vkdev: VulkanDevice | None
+    type: str
+    name: str
+    support_fp16_storage: bool
+
     def __init__(self) -> None:
         super().__init__()
         self.support_vulkan = True
@@ -34,7 +44,7 @@ class VulkanLayer:
     def create_pipeline(self, opt) -> int:
         # without a device (no GPU, or the layer masked off Vulkan) the layer runs on the CPU
         if self.vkdev is None:
-            return super().create_pipeline(opt)
+            return super().create_pipeline(opt)  # type: ignore[misc]  # the Layer after this mixin in the MRO
         return self.create_pipeline_vk(opt)
 
     def create_pipeline_vk(self, opt) -> int:
@@ -77,12 +87,20 @@ class VulkanLayer:
         )  # fmt: skip
         return False
 
+    def accepts_vec4_channels(self, bottom) -> bool:
+        """Whether ``bottom``'s channels start 16-byte aligned, as shaders that read a blob
+        as vec4s need (every VkMat's are: ncnn aligns cstep); logs if not."""
+        if bottom.cstep % 4 == 0:
+            return True
+        log.error("%s %r: input cstep %d is not a multiple of 4", self.type, self.name, bottom.cstep)
+        return False
+
     def destroy_pipeline(self, opt) -> int:
         self.release_gpu_data()
         for pipeline in self._pipelines:
             pipeline.destroy()
         self._pipelines = []
-        return super().destroy_pipeline(opt)
+        return super().destroy_pipeline(opt)  # type: ignore[misc]  # the Layer after this mixin in the MRO
 
     def release_gpu_data(self) -> None:
         """Drop device-side weights (layers with uploaded data override this)."""

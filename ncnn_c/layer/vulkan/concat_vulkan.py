@@ -1,5 +1,8 @@
 """Concat on the GPU along any axis of 1-D..4-D blobs: one copy dispatch per input,
-each writing its blob at a running offset into the output."""
+each writing its blob at a running offset into the output.
+
+Joining 3-D/4-D blobs along channels (SqueezeNet's fire modules) moves whole channels:
+that copy runs flat over vec4s."""
 
 from __future__ import annotations
 
@@ -49,10 +52,13 @@ class Concat_vulkan(VulkanLayer, Concat):
             offsets = [0, 0, 0, 0]
             offsets[slot] = start
             start += s[axis]
-            cmd.record_pipeline(
-                self.pipeline_copyto,
-                [b, top],
-                [w, h, d, c, cstep, outw, outh, outcstep, *offsets],
-                (w, h * d, c),
-            )
+            constants = [w, h, d, c, cstep, outw, outh, outcstep, *offsets]
+            if slot == 3 and cstep == outcstep and cstep % 4 == 0:
+                # whole channels into whole channels: one contiguous run
+                vec4s = c * cstep // 4
+                cmd.record_pipeline(
+                    self.pipeline_copyto, [b, top], constants + [vec4s], (8, -(-vec4s // 8), 1)
+                )
+            else:
+                cmd.record_pipeline(self.pipeline_copyto, [b, top], constants + [0], (w, h * d, c))
         return 0

@@ -1,16 +1,30 @@
-"""Convolution on the GPU: direct convolution with in-shader padding and fused activation.
+"""Convolution on the GPU: register-tiled direct convolution with in-shader padding and fused activation.
 
 Pads (including SAME -233/-234, resolved from the input size at forward time) never
 materialise a bordered copy: the shader reads pad_value for taps outside the input.
 A 1x1 stride-1 unpadded convolution uses the shader's flat variant.
+
+Each invocation computes T output positions x 4*G output channels (``tile_w`` and
+``out_groups``: 16 and 4 for 1x1 kernels, whose taps are few and whose inputs are the
+costly loads, 8 and 2 otherwise), so the weights are uploaded as [outc/(4G)][c][kh*kw][G][4]
+(one vec4 load per tap gives 4 output channels) and the bias as [outc/(4G)][G][4], both
+zero-filled past num_output.
+Weights that fp16 holds exactly (a model stored as fp16) are uploaded as halves: half
+the weight loads, bit-identical results.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution, same_pads
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer
+from . import LOCAL_1D, VulkanLayer
+
+if TYPE_CHECKING:
+    from ...gpu.vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
 
@@ -22,9 +36,12 @@ class Convolution_vulkan(VulkanLayer, Convolution):
     def __init__(self) -> None:
         super().__init__()
         self.pipeline_convolution = None
-        self.weight_data_gpu = None
-        self.bias_data_gpu = None
+        self.weight_data_gpu: VkMat | None = None
+        self.bias_data_gpu: VkMat | None = None
         self._flat = False
+        self._out_groups = 2
+        self._tile_w = 8
+        self._weight_fp16 = False
 
     def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
         """(top, bottom, left, right) the CPU layer would pad (negative crops) for this input."""
@@ -53,7 +70,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         # unused params are normalised so that equivalent layers share one cached pipeline
         self._flat = self._is_flat_1x1()
         if self._flat:
-            geometry, local = [1, 1, 1, 1, 1, 1], LOCAL_1D
+            geometry = [1, 1, 1, 1, 1, 1]
         else:
             geometry = [
                 self.kernel_w,
@@ -63,19 +80,45 @@ class Convolution_vulkan(VulkanLayer, Convolution):
                 self.stride_w,
                 self.stride_h,
             ]
-            local = LOCAL_2D
+        # tile shapes measured on lavapipe; much larger tiles overflow the registers
+        one_tap = self.kernel_w * self.kernel_h == 1
+        self._out_groups = 4 if one_tap else 2
+        self._tile_w = 16 if one_tap else 8
         specs = geometry + [1 if self.bias_term else 0, self.activation_type, *act, int(self._flat)]
-        self.pipeline_convolution = self.new_pipeline("convolution", opt, specs, local)
+        self._weight_fp16 = self._weights_fit_fp16()
+        specs += [self._out_groups, int(self._weight_fp16), self._tile_w]
+        self.pipeline_convolution = self.new_pipeline("convolution", opt, specs, LOCAL_1D)
         return 0 if self.pipeline_convolution else -1
+
+    def _weights_fit_fp16(self) -> bool:
+        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do)."""
+        if self._weight2d is None:
+            return False
+        with np.errstate(over="ignore", invalid="ignore"):
+            return bool(np.array_equal(self._weight2d.astype(np.float16).astype(np.float32), self._weight2d))
 
     def upload_model(self, cmd, opt) -> int:
         from ...gpu.vkmat import VkMat
+        from ...mat import Mat
 
+        assert self._weight2d is not None  # load_model() prepared it
+        g = self._out_groups
+        groups = -(-self.num_output // (4 * g))
+        weight = np.zeros((groups * 4 * g, self._weight2d.shape[1]), np.float32)
+        weight[: self.num_output] = self._weight2d
+        # [groups][g][4][c*maxk] -> [groups][c*maxk][g][4]
+        weight = np.ascontiguousarray(weight.reshape(groups, g, 4, -1).transpose(0, 3, 1, 2)).reshape(-1)
+        if self._weight_fp16:
+            # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
+            weight = weight.astype(np.float16).view(np.float32)
         self.weight_data_gpu = VkMat()
-        cmd.record_upload(self.weight_data, self.weight_data_gpu, opt)
+        cmd.record_upload(Mat(weight), self.weight_data_gpu, opt)
         if self.bias_term:
+            assert self._bias is not None  # load_model() prepared it
+            bias = np.zeros(groups * 4 * g, np.float32)
+            bias[: self.num_output] = self._bias.reshape(-1)
             self.bias_data_gpu = VkMat()
-            cmd.record_upload(self.bias_data, self.bias_data_gpu, opt)
+            cmd.record_upload(Mat(bias), self.bias_data_gpu, opt)
         return 0
 
     def release_gpu_data(self) -> None:
@@ -83,7 +126,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self.bias_data_gpu = None
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
-        if not self.accepts_3d(bottom):
+        if not self.accepts_3d(bottom) or not self.accepts_vec4_channels(bottom):
             return -1
         w, h, channels = bottom.w, bottom.h, bottom.c
         maxk = self.kernel_w * self.kernel_h
@@ -116,7 +159,8 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         # the shader's push constant block, in order
         constants = [w, h, channels, bottom.cstep, outw, outh, self.num_output, top.cstep]
         constants += [l, t, float(self.pad_value)]
-        grid = (outw * outh, 1, self.num_output) if self._flat else (outw, outh, self.num_output)
+        tiles = -(-outw * outh // self._tile_w) if self._flat else -(-outw // self._tile_w) * outh
+        grid = (tiles, -(-self.num_output // (4 * self._out_groups)), 1)
         cmd.record_pipeline(
             self.pipeline_convolution, [bottom, top, self.weight_data_gpu, bias], constants, grid
         )

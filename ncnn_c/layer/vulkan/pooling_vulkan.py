@@ -2,7 +2,8 @@
 
 Pad modes and avgpool_count_include_pad become host-side numbers (the window origin and
 the region whose cells count towards an average), taken from the CPU layer's own pad
-arithmetic, so the shader has no per-mode code and no bordered copy is made.
+arithmetic, so the shader has no per-mode code and no bordered copy is made. Windowed
+pooling computes a row tile of outputs per invocation (see pooling.comp).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from . import LOCAL_1D, LOCAL_2D, VulkanLayer
 
 log = logging.getLogger("ncnn_c")
 
+# outputs per invocation of windowed pooling: TILE_W in pooling.comp
+_TILE_W = 8
+
 
 class Pooling_vulkan(VulkanLayer, Pooling):
     def create_pipeline_vk(self, opt) -> int:
         if self.global_pooling:
-            # one workgroup per channel: its x size is the reduction width
+            # one invocation per channel
             self.pipeline_pooling = self.new_pipeline("pooling_global", opt, [self.pooling_type], LOCAL_1D)
         elif self.adaptive_pooling:
             # windows come from the sizes, so kernel and stride are normalised away
@@ -31,7 +35,7 @@ class Pooling_vulkan(VulkanLayer, Pooling):
         return 0 if self.pipeline_pooling else -1
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
-        if not self.accepts_3d(bottom):
+        if not self.accepts_3d(bottom) or not self.accepts_vec4_channels(bottom):
             return -1
         w, h, c, cstep = bottom.w, bottom.h, bottom.c, bottom.cstep
         allocator = opt.blob_vkallocator
@@ -40,7 +44,7 @@ class Pooling_vulkan(VulkanLayer, Pooling):
             top.create(c, elemsize=bottom.elemsize, elempack=1, allocator=allocator)
             if top.empty():
                 return -100
-            cmd.record_pipeline(self.pipeline_pooling, [bottom, top], [w * h, c, cstep], (LOCAL_1D[0], c, 1))
+            cmd.record_pipeline(self.pipeline_pooling, [bottom, top], [w * h, c, cstep], (c, 1, 1))
             return 0
 
         if self.adaptive_pooling:
@@ -68,7 +72,9 @@ class Pooling_vulkan(VulkanLayer, Pooling):
         if top.empty():
             return -100
         constants = [w, h, c, cstep, outw, outh, top.cstep, l, t, *region]
-        cmd.record_pipeline(self.pipeline_pooling, [bottom, top], constants, (outw, outh, c))
+        # windowed pooling computes _TILE_W outputs of a row per invocation
+        grid_w = outw if self.adaptive_pooling else -(-outw // _TILE_W)
+        cmd.record_pipeline(self.pipeline_pooling, [bottom, top], constants, (grid_w, outh, c))
         return 0
 
     def _count_region(self, h, w, t, b, l, r) -> tuple[int, int, int, int]:

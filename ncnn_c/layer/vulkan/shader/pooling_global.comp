@@ -1,14 +1,22 @@
 #version 450
 
-// Global max/avg pooling: one workgroup reduces one channel. Each invocation folds a
-// strided slice, then the workgroup combines the partial results in shared memory.
-// The host sets a power-of-two local size (x only, at most 256).
+// Global max/avg pooling: one invocation reduces one channel, reading it as vec4s
+// (channels start 16-byte aligned) into 4 running partials combined at the end. No
+// shared memory and no barriers: on CPU-like devices (lavapipe) a barrier is a
+// context switch per SIMD batch, and a channel of a classifier head is short.
 
 layout (constant_id = 0) const int pooling_type = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
-layout (binding = 0) readonly buffer bottom_blob { sfp bottom_blob_data[]; };
+#if NCNN_fp16_packed && !NCNN_fp16_storage
+// fp16_packed packs elempack 4 blobs only: an elempack 1 blob stays fp32
+layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
+#define bottom_ld4(i) afpvec4(bottom_blob_data[i])
+#else
+layout (binding = 0) readonly buffer bottom_blob { sfpvec4 bottom_blob_data[]; };
+#define bottom_ld4(i) buffer_ld4(bottom_blob_data, i)
+#endif
 layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
 
 layout (push_constant) uniform parameter
@@ -18,49 +26,43 @@ layout (push_constant) uniform parameter
     int cstep;
 } p;
 
-shared afp partial[256];
-
-afp combine(afp a, afp b)
-{
-    return pooling_type == 0 ? max(a, b) : a + b;
-}
-
 void main()
 {
-    const int lx = int(gl_LocalInvocationID.x);
-    const int lsize = int(gl_WorkGroupSize.x);
-    const int q = int(gl_WorkGroupID.y);
+    const int q = int(gl_GlobalInvocationID.x);
+    if (q >= p.c)
+        return;
 
-    // every invocation must reach the barriers, so out-of-range channels only skip work
-    const bool valid = q < p.c;
+    const int v_offset = q * p.cstep / 4;
+    const int whole = p.size / 4;
+    const int rest = p.size - whole * 4;
+    afpvec4 acc = pooling_type == 0 ? afpvec4(-3.402823466e+38f) : afpvec4(0.f);
 
-    afp res = pooling_type == 0 ? afp(-3.402823466e+38f) : afp(0.f);
-    if (valid)
+    for (int i = 0; i < whole; i++)
     {
-        const int v_offset = q * p.cstep;
-        for (int i = lx; i < p.size; i += lsize)
-        {
-            res = combine(res, buffer_ld1(bottom_blob_data, v_offset + i));
-        }
+        const afpvec4 v = bottom_ld4(v_offset + i);
+        acc = pooling_type == 0 ? max(acc, v) : acc + v;
     }
 
-    partial[lx] = res;
-    memoryBarrierShared();
-    barrier();
-
-    for (int s = lsize / 2; s > 0; s >>= 1)
+    // the cstep padding after the last element is not data: mask it off
+    if (rest > 0)
     {
-        if (lx < s)
-            partial[lx] = combine(partial[lx], partial[lx + s]);
-        memoryBarrierShared();
-        barrier();
+        afpvec4 v = bottom_ld4(v_offset + whole);
+        const afp neutral = pooling_type == 0 ? afp(-3.402823466e+38f) : afp(0.f);
+        v.y = rest > 1 ? v.y : neutral;
+        v.z = rest > 2 ? v.z : neutral;
+        v.w = neutral;
+        acc = pooling_type == 0 ? max(acc, v) : acc + v;
     }
 
-    if (lx == 0 && valid)
+    afp r;
+    if (pooling_type == 0)
     {
-        afp r = partial[0];
-        if (pooling_type == 1)
-            r = r / afp(p.size);
-        buffer_st1(top_blob_data, q, r);
+        r = max(max(acc.x, acc.y), max(acc.z, acc.w));
     }
+    else
+    {
+        r = (acc.x + acc.y + acc.z + acc.w) / afp(p.size);
+    }
+
+    buffer_st1(top_blob_data, q, r);
 }
