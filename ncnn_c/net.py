@@ -25,7 +25,7 @@ from .errors import ModelFormatError
 from .layer import CUSTOM_BIT, LAYER_TYPES, Layer
 from .mat import Mat
 from .modelbin import ModelBinFromDataReader
-from .option import FEAT_NO_VULKAN, Option, get_masked_option
+from .option import FEAT_NO_VULKAN, Option, get_layer_option
 from .paramdict import ParamDict
 
 log = logging.getLogger("ncnn_c")
@@ -567,7 +567,7 @@ class Net:
 
         self._pipelines = True
         for i, layer in enumerate(self._layers):
-            opt = get_masked_option(self.opt, layer.featmask)
+            opt = get_layer_option(self.opt, layer)
             if use_vk and layer.support_vulkan and opt.use_vulkan_compute:
                 layer.vkdev = self._vkdev
             ret = _call(layer.create_pipeline, opt)
@@ -580,7 +580,7 @@ class Net:
             for i, layer in enumerate(self._layers):
                 if layer.vkdev is None:
                     continue
-                ret = _call(layer.upload_model, cmd, get_masked_option(self.opt, layer.featmask))
+                ret = _call(layer.upload_model, cmd, get_layer_option(self.opt, layer))
                 if ret != 0:
                     log.error("load_model: %s upload_model failed (%s)", _desc(i, layer), ret)
                     return -1
@@ -597,7 +597,7 @@ class Net:
         self._pipelines = False
         for layer in self._layers:
             try:
-                layer.destroy_pipeline(get_masked_option(self.opt, layer.featmask))
+                layer.destroy_pipeline(get_layer_option(self.opt, layer))
             except Exception as e:  # noqa: BLE001 - teardown continues
                 log.error("destroy_pipeline of %r raised %s: %s", layer.name, type(e).__name__, e)
             layer.vkdev = None
@@ -829,7 +829,7 @@ class Extractor:
                 ret = self._produce(b)
                 if ret != 0:
                     return ret
-        opt = get_masked_option(self.opt, layer.featmask) if layer.featmask else self.opt
+        opt = get_layer_option(self.opt, layer)
         return self._do_forward_layer(li, layer, opt)
 
     def _take_bottom(self, b: int, layer: Layer, opt, inplace: bool) -> Mat:
@@ -918,7 +918,7 @@ class Extractor:
                 ret = self._forward_layer_vk(producer, cmd, gpu)
                 if ret != 0:
                     return ret
-        opt = get_masked_option(self.opt, layer.featmask) if layer.featmask else self.opt
+        opt = get_layer_option(self.opt, layer)
         if layer.support_vulkan and layer.vkdev is not None and opt.use_vulkan_compute:
             return self._do_forward_layer_vk(li, layer, cmd, gpu, opt)
         # a CPU layer: bring GPU-only bottoms back first

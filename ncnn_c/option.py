@@ -115,6 +115,21 @@ FEAT_NO_WINOGRAD = 1 << 6
 FEAT_NO_THREADING = 1 << 7
 
 
+def get_layer_option(opt: Option, layer) -> Option:
+    """The option ``layer`` runs with: its feature mask applied, and the storage types it does not
+    declare support for switched off, so the net hands it (and its shaders) fp32 blobs."""
+    o = get_masked_option(opt, layer.featmask)
+    fp16 = o.use_fp16_storage or o.use_fp16_packed or o.use_fp16_arithmetic
+    bf16 = o.use_bf16_storage or o.use_bf16_packed
+    if (fp16 and not layer.support_fp16_storage) or (bf16 and not layer.support_bf16_storage):
+        o = o.copy() if o is opt else o
+        if not layer.support_fp16_storage:
+            o.use_fp16_storage = o.use_fp16_packed = o.use_fp16_arithmetic = False
+        if not layer.support_bf16_storage:
+            o.use_bf16_storage = o.use_bf16_packed = False
+    return o
+
+
 def get_masked_option(opt: Option, featmask: int) -> Option:
     """The option a layer with feature mask ``featmask`` runs with (ncnn's get_masked_option)."""
     if not featmask:

@@ -57,25 +57,12 @@ class VulkanLayer:
 
         pipeline = Pipeline(self.vkdev)
         pipeline.set_local_size_xyz(*local_size)
-        if pipeline.create(shader, self.shader_option(opt), list(specializations)) != 0:
+        # the net already switched off the storage types this layer does not declare
+        if pipeline.create(shader, opt, list(specializations)) != 0:
             log.error("%s %r: cannot create the %s pipeline", self.type, self.name, shader)
             return None
         self._pipelines.append(pipeline)
         return pipeline
-
-    def shader_option(self, opt):
-        """``opt`` with the fp16 shader switches off unless this layer declares fp16 storage.
-
-        The net hands such a layer fp32 blobs whatever the option says, so its shaders must
-        be compiled for fp32 storage; it also keeps one pipeline per layer across option sets.
-        """
-        if self.support_fp16_storage or not (
-            opt.use_fp16_storage or opt.use_fp16_packed or opt.use_fp16_arithmetic
-        ):
-            return opt
-        opt = opt.copy()
-        opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
-        return opt
 
     def accepts_3d(self, bottom) -> bool:
         """Whether ``bottom`` is the 3-D elempack-1 blob this slice's shaders index; logs if not."""
