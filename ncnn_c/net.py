@@ -813,12 +813,25 @@ class Extractor:
         out.share_from(m)
         return 0, out
 
-    def _produce(self, index: int) -> int:
-        producer = self._net._blobs[index].producer
-        if producer < 0:
-            log.error("extract: blob %r has no producer and no input was given", self._net._blobs[index].name)
+    def _producer_of(self, index: int) -> int:
+        """The layer that makes blob ``index``, or -1 (logged) when only ``input()`` can."""
+        blob = self._net._blobs[index]
+        producer = blob.producer
+        if producer < 0 or self._net._layers[producer].type == "Input":
+            # an Input layer only passes on what ex.input() gave it (MemoryData and the like,
+            # which have no bottoms either, do produce their blob)
+            log.error(
+                "extract: blob %r has no data: give it with ex.input(%r, mat) (inputs: %s)",
+                blob.name,
+                blob.name,
+                ", ".join(self._net.input_names()) or "none",
+            )
             return -1
-        return self._forward_layer(producer)
+        return producer
+
+    def _produce(self, index: int) -> int:
+        producer = self._producer_of(index)
+        return -1 if producer < 0 else self._forward_layer(producer)
 
     # -- CPU forward (seed 003: producers of missing bottoms first) --------------------------------
     def _forward_layer(self, li: int) -> int:
@@ -911,9 +924,8 @@ class Extractor:
         layer = net._layers[li]
         for b in layer.bottoms:
             if self._mats[b] is None and self._vkmats[b] is None:
-                producer = net._blobs[b].producer
+                producer = self._producer_of(b)
                 if producer < 0:
-                    log.error("extract: blob %r has no producer and no input was given", net._blobs[b].name)
                     return -1
                 ret = self._forward_layer_vk(producer, cmd, gpu)
                 if ret != 0:

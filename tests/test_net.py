@@ -193,6 +193,7 @@ def test_extract_without_input_fails_cleanly(caplog):
     net = custom_net()
     ret, m = net.create_extractor().extract("out")
     assert ret != 0 and m.empty()
+    assert "has no data: give it with ex.input('data', mat)" in caplog.text
 
 
 def test_layer_failure_is_reported(caplog):
