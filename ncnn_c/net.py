@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import types
 
 import numpy as np
@@ -150,6 +151,10 @@ class Net:
         self.clear()
 
     def __del__(self) -> None:
+        if sys.is_finalizing():
+            # atexit already destroyed the Vulkan devices (and every pipeline on them); the
+            # modules teardown needs may be gone, and the process frees the rest
+            return
         try:
             self.clear()
         except Exception:  # noqa: BLE001 - interpreter shutdown may have torn modules down

@@ -189,3 +189,24 @@ def test_warm_start_in_a_fresh_process_compiles_nothing(cold, tmp_path):
     assert r["after_load"] == 0 and r["after_infer"] == 0
     assert r["shader_compiler_loaded"] is False
     np.testing.assert_array_equal(np.array(r["out"], np.float32), out_cold.reshape(-1))
+
+
+def test_a_net_alive_at_exit_leaves_quietly():
+    """Interpreter shutdown with a GPU net still referenced (after a run in another thread,
+    which changes the teardown order): no error lines, exit status 0."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "import threading\n"
+        "import numpy as np\n"
+        "import ncnn_c as ncnn\n"
+        "net = ncnn.Net(); net.opt.use_vulkan_compute = True\n"
+        f"assert net.load_param({PARAM!r}) == 0 and net.load_model({BIN!r}) == 0\n"
+        "def run():\n"
+        "    ex = net.create_extractor()\n"
+        "    ex.input('data', ncnn.Mat(np.zeros((3, 227, 227), np.float32)))\n"
+        "    assert ex.extract('prob')[0] == 0\n"
+        "t = threading.Thread(target=run); t.start(); t.join()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0
+    assert res.stderr == ""
