@@ -7,6 +7,7 @@ import time
 import types
 
 import pytest
+from glsl_samples import SCALE
 
 from ncnn_c.gpu import cachefile, compiler
 from ncnn_c.gpu.pipeline import optimal_local_size
@@ -17,20 +18,6 @@ from ncnn_c.gpu.spirv import (
     resolve_shader_info,
 )
 from ncnn_c.option import Option
-
-SCALE = """#version 450
-layout (constant_id = 0) const float scale = 1.0;
-layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
-layout (binding = 0) buffer data_blob { sfp data[]; };
-layout (push_constant) uniform parameter { int n; } p;
-void main()
-{
-    int i = int(gl_GlobalInvocationID.x);
-    if (i >= p.n)
-        return;
-    buffer_st1(data, i, buffer_ld1(data, i) * afp(scale));
-}
-"""
 
 ADD = """#version 450
 layout (constant_id = 0) const int w = 0;
