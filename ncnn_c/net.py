@@ -903,9 +903,8 @@ class Extractor:
     def _extract_vk(self, index: int) -> int:
         gpu = _gpu()
         cmd = gpu.VkCompute(self._net._vkdev)
-        producer = self._net._blobs[index].producer
+        producer = self._producer_of(index)
         if producer < 0:
-            log.error("extract: blob %r has no producer and no input was given", self._net._blobs[index].name)
             return -1
         if self._vkmats[index] is None:
             ret = self._forward_layer_vk(producer, cmd, gpu)

@@ -137,6 +137,18 @@ def test_layers_of_one_process_share_artifacts(vkdev):
     assert cache.size() == 0
 
 
+def test_extract_without_input_on_the_gpu_names_the_input(vkdev, caplog):
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    net.set_vulkan_device(vkdev)
+    assert net.load_param(PARAM) == 0 and net.load_model(BIN) == 0
+    for blob in ("data", "prob"):
+        caplog.clear()
+        ret, out = net.create_extractor().extract(blob)
+        assert ret != 0 and out.empty()
+        assert "has no data: give it with ex.input('data', mat)" in caplog.text
+
+
 def test_net_owns_a_cache_when_none_is_set(vkdev):
     net = ncnn.Net()
     net.opt.use_vulkan_compute = True
