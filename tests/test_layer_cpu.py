@@ -241,6 +241,43 @@ def test_same_padding_kernel_smaller_than_stride():
         check_layer("Pooling", {0: ptype, 1: 2, 2: 3, 5: pad_mode}, [], [x], isolate=True)
 
 
+@pytest.mark.parametrize("use_vulkan", [False, True], ids=["cpu", "gpu"])
+@pytest.mark.parametrize(
+    "shape,kw,kh,sw,sh",
+    [
+        ((2, 5, 8), 1, 3, 4, 1),  # width total -3 (left -1 / right -2 split), height pads
+        ((5, 3, 8), 2, 1, 2, 1),  # width total -1 and height 0
+        ((1, 9, 11), 4, 2, 2, 3),  # height total -1 (crop), width pads
+        ((2, 7, 9), 1, 1, 3, 4),  # every total negative: ncnn does not pad or crop at all
+    ],
+    ids=str,
+)
+def test_same_padding_negative_totals_on_either_axis(shape, kw, kh, sw, sh, use_vulkan):
+    # rows of fewer than 12 floats: where ncnn's own negative-left border copy is memory-safe
+    g = rng("same-neg", shape, kw, kh)
+    x = randn(g, shape)
+    c = shape[0]
+    weight = randn(g, (3, c, kh, kw))
+    paths = ("net",) if use_vulkan else ("layer", "net")
+    for pads in (-233, -234):
+        params = {0: 3, 1: kw, 11: kh, 3: sw, 13: sh, 4: pads, 5: 0, 6: weight.size}
+        check_layer(
+            "Convolution", params, [(weight, 0)], [x], isolate=True, use_vulkan=use_vulkan, paths=paths
+        )
+    for pad_mode, ptype in itertools.product((2, 3), (0, 1)):
+        params = {0: ptype, 1: kw, 11: kh, 2: sw, 12: sh, 5: pad_mode}
+        check_layer("Pooling", params, [], [x], isolate=True, use_vulkan=use_vulkan, paths=paths)
+
+
+@pytest.mark.parametrize("use_vulkan", [False, True], ids=["cpu", "gpu"])
+def test_full_padding_tail_when_the_padded_input_is_smaller_than_the_kernel(use_vulkan):
+    # (h + pads - kernel) is negative: ncnn's tail uses C's remainder, stride - (-1) = 3 rows
+    x = randn(rng("tail-neg"), (6, 1, 2))
+    params = {0: 0, 1: 4, 11: 3, 2: 1, 12: 2, 3: 2, 13: 1, 14: 0, 15: 0, 5: 0}
+    paths = ("net",) if use_vulkan else ("layer", "net")
+    check_layer("Pooling", params, [], [x], isolate=True, use_vulkan=use_vulkan, paths=paths)
+
+
 # -- element-wise and shape layers --------------------------------------------------------------------
 SHAPES = [(11,), (6, 9), (3, 5, 7), (2, 3, 5, 6)]
 

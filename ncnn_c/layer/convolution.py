@@ -44,13 +44,31 @@ def copy_make_border(x: np.ndarray, top: int, bottom: int, left: int, right: int
 
 
 def same_pads(size: int, kernel_extent: int, stride: int, upper: bool) -> tuple[int, int]:
-    """(before, after) pads that make out = ceil(size / stride); SAME_UPPER puts the odd one after."""
+    """(before, after) pads that make out = ceil(size / stride); SAME_UPPER puts the odd one after.
+
+    A kernel smaller than the stride gives a negative total, split with C's truncating
+    division as ncnn splits it (-3 -> -1 and -2)."""
     total = kernel_extent + (size - 1) // stride * stride - size
-    if total < 0:
-        # kernel smaller than stride: ncnn crops the whole excess at the end in both SAME modes
-        return 0, total
-    half = total // 2
+    half = int(total / 2)
     return (half, total - half) if upper else (total - half, half)
+
+
+def same_border(
+    h: int, w: int, ext_h: int, ext_w: int, stride_h: int, stride_w: int, upper: bool
+) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) of ncnn's SAME padding, in the terms copy_make_border uses.
+
+    ncnn pads only when one side comes out positive, and its border copy crops negative rows at
+    the bottom whichever side they belong to, negative columns where they are; the rows are
+    moved here so that code indexing the input with these offsets (the GPU shaders) agrees.
+    """
+    l, r = same_pads(w, ext_w, stride_w, upper)
+    t, b = same_pads(h, ext_h, stride_h, upper)
+    if l <= 0 and r <= 0 and t <= 0 and b <= 0:
+        return 0, 0, 0, 0
+    if t < 0:
+        t, b = 0, b + t
+    return t, b, l, r
 
 
 def activation_values(params) -> np.ndarray:
@@ -184,19 +202,25 @@ class Convolution(Layer):
             np.asarray(self.bias_data.numpy(), dtype=np.float32).reshape(-1, 1) if self.bias_term else None
         )
 
+    def same_border(self, h: int, w: int) -> tuple[int, int, int, int]:
+        """SAME padding (-233 / -234) for an h x w input, as (top, bottom, left, right)."""
+        return same_border(
+            h,
+            w,
+            self.dilation_h * (self.kernel_h - 1) + 1,
+            self.dilation_w * (self.kernel_w - 1) + 1,
+            self.stride_h,
+            self.stride_w,
+            self.pad_left == PAD_SAME_UPPER,
+        )
+
     def _padded(self, x: np.ndarray) -> np.ndarray:
         pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
         h, w = x.shape[-2:]
         if any(p > 0 for p in pads):
             l, r, t, b = pads
         elif all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-            upper = pads[0] == PAD_SAME_UPPER
-            ext_w = self.dilation_w * (self.kernel_w - 1) + 1
-            ext_h = self.dilation_h * (self.kernel_h - 1) + 1
-            l, r = same_pads(w, ext_w, self.stride_w, upper)
-            t, b = same_pads(h, ext_h, self.stride_h, upper)
-            if l <= 0 and r <= 0 and t <= 0 and b <= 0:
-                return x
+            t, b, l, r = self.same_border(h, w)
         else:
             return x
         return copy_make_border(x, t, b, l, r, self.pad_value)

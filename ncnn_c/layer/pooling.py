@@ -11,11 +11,12 @@ pads are counted as real cells, as ncnn does.
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 
 from . import Layer
-from .convolution import copy_make_border, same_pads
+from .convolution import copy_make_border, same_border
 
 log = logging.getLogger("ncnn_c")
 
@@ -25,6 +26,12 @@ FLT_MAX = float(np.finfo(np.float32).max)
 def _overlap(starts: np.ndarray, kernel: int, lo: int, hi: int) -> np.ndarray:
     """How many cells of each window [s, s + kernel) fall in [lo, hi)."""
     return np.clip(np.minimum(starts + kernel, hi) - np.maximum(starts, lo), 0, None)
+
+
+def _tail_pad(extent: int, stride: int) -> int:
+    """ncnn's full-padding tail: stride minus C's remainder (which keeps the sign of ``extent``)."""
+    tail = int(math.fmod(extent, stride))
+    return stride - tail if tail else 0
 
 
 class Pooling(Layer):
@@ -95,14 +102,12 @@ class Pooling(Layer):
         t, b, l, r = self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
         if self.pad_mode == 0:
             # extend right/bottom so that (size - kernel) divides by the stride
-            b += -(h + t + b - self.kernel_h) % self.stride_h
-            r += -(w + l + r - self.kernel_w) % self.stride_w
+            b += _tail_pad(h + t + b - self.kernel_h, self.stride_h)
+            r += _tail_pad(w + l + r - self.kernel_w, self.stride_w)
         elif self.pad_mode in (2, 3):
-            upper = self.pad_mode == 2
-            l, r = same_pads(w, self.kernel_w, self.stride_w, upper)
-            t, b = same_pads(h, self.kernel_h, self.stride_h, upper)
-            if l <= 0 and r <= 0 and t <= 0 and b <= 0:
-                return 0, 0, 0, 0
+            return same_border(
+                h, w, self.kernel_h, self.kernel_w, self.stride_h, self.stride_w, self.pad_mode == 2
+            )
         return t, b, l, r
 
     def _windowed(self, x: np.ndarray, is_max: bool) -> np.ndarray | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution, same_pads
+from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
 from . import LOCAL_1D, VulkanLayer
 
 if TYPE_CHECKING:
@@ -49,11 +49,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         if any(p > 0 for p in pads):
             return self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
         if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-            upper = pads[0] == PAD_SAME_UPPER
-            l, r = same_pads(w, self.dilation_w * (self.kernel_w - 1) + 1, self.stride_w, upper)
-            t, b = same_pads(h, self.dilation_h * (self.kernel_h - 1) + 1, self.stride_h, upper)
-            if l > 0 or r > 0 or t > 0 or b > 0:
-                return t, b, l, r
+            return self.same_border(h, w)
         return 0, 0, 0, 0
 
     def _is_flat_1x1(self) -> bool:
