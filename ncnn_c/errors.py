@@ -11,3 +11,7 @@ class ModelFormatError(NcnnError):
 
 class VulkanUnavailable(NcnnError):
     """No Vulkan loader, driver or device."""
+
+
+class PipelineGone(NcnnError):
+    """A dispatch of a Pipeline whose Vulkan objects do not exist (any more)."""

@@ -149,6 +149,23 @@ def test_extract_without_input_on_the_gpu_names_the_input(vkdev, caplog):
         assert "has no data: give it with ex.input('data', mat)" in caplog.text
 
 
+@pytest.mark.parametrize("end", ["clear", "destroy"])
+def test_a_net_whose_cache_is_gone_fails_cleanly(vkdev, end, caplog):
+    """Seed 000 §9.7 calls it the caller's error; it must still be an error, not freed handles."""
+    cache = ncnn.PipelineCache(vkdev)
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    net.set_vulkan_device(vkdev)
+    net.opt.pipeline_cache = cache
+    assert net.load_param(PARAM) == 0 and net.load_model(BIN) == 0
+    getattr(cache, end)()
+    ex = net.create_extractor()
+    ex.input("data", ncnn.Mat(_input()))
+    ret, out = ex.extract("prob")
+    assert ret != 0 and out.empty()
+    assert "no live Vulkan objects" in caplog.text
+
+
 def test_net_owns_a_cache_when_none_is_set(vkdev):
     net = ncnn.Net()
     net.opt.use_vulkan_compute = True

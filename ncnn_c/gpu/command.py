@@ -18,6 +18,7 @@ import logging
 
 import numpy as np
 
+from ..errors import PipelineGone
 from . import _vk
 from .vkmat import VkMat
 
@@ -161,6 +162,11 @@ class VkCompute:
         ``bindings`` are VkMats for the storage buffers in binding order (an empty VkMat binds a
         dummy buffer); ``constants`` are the push constants, int → int32 and float → float32.
         """
+        if pipeline.vk_pipeline is None:
+            raise PipelineGone(
+                "record_pipeline: the pipeline has no live Vulkan objects (never created, or its "
+                "PipelineCache was cleared or destroyed while a net still used it)"
+            )
         info = pipeline.shader_info
         nb = getattr(info, "binding_count", len(bindings))
         if len(bindings) != nb:

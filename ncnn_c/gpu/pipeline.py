@@ -67,13 +67,32 @@ class Pipeline:
         self._clear_handles()
 
     def _clear_handles(self) -> None:
-        self.vk_shader_module = None
-        self.vk_descriptorset_layout = None
-        self.vk_pipeline_layout = None
-        self.vk_pipeline = None
-        self.vk_descriptor_update_template = None
+        self._artifact = None
         self.shader_info = ShaderInfo()
         self.pipeline_cache = None
+
+    # The handles are read through the cache's artifact, so once the cache destroys it
+    # (clear(), destroy()) they read None and a dispatch refuses them instead of using
+    # freed Vulkan objects.
+    @property
+    def vk_shader_module(self):
+        return self._artifact.shader_module if self._artifact is not None else None
+
+    @property
+    def vk_descriptorset_layout(self):
+        return self._artifact.descriptorset_layout if self._artifact is not None else None
+
+    @property
+    def vk_pipeline_layout(self):
+        return self._artifact.pipeline_layout if self._artifact is not None else None
+
+    @property
+    def vk_pipeline(self):
+        return self._artifact.pipeline if self._artifact is not None else None
+
+    @property
+    def vk_descriptor_update_template(self):
+        return self._artifact.descriptor_update_template if self._artifact is not None else None
 
     # -- local size ----------------------------------------------------------------------
 
@@ -122,11 +141,7 @@ class Pipeline:
             log.error("Pipeline.create(%s): %s", what, e)
             self._clear_handles()
             return -1
-        self.vk_shader_module = art.shader_module
-        self.vk_descriptorset_layout = art.descriptorset_layout
-        self.vk_pipeline_layout = art.pipeline_layout
-        self.vk_pipeline = art.pipeline
-        self.vk_descriptor_update_template = art.descriptor_update_template
+        self._artifact = art
         self.shader_info = art.shader_info
         self.pipeline_cache = cache
         return 0
