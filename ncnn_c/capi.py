@@ -14,7 +14,9 @@ Conventions (the C ones, so a C caller and a Python caller see the same behaviou
   error value for the return type (``int`` -1, ``size_t`` 0, pointer/handle 0, string
   None, ``void`` nothing) plus one ``log.error`` line. Nothing raises out of this module.
 * Buffers (``const unsigned char*``, ``void*``, ``const float*``) are int addresses, as the
-  C library passes them; Python callers may pass bytes-like objects / sequences instead.
+  C library passes them; Python callers may pass bytes-like objects / sequences instead. An
+  int there is raw memory, as with ctypes: the caller vouches for it. Ints below 64 KiB
+  (never mapped on Linux: a size or a handle passed by mistake) are refused, not read.
 * Out-parameters become return values in Python: ``ncnn_extractor_extract(ex, name)`` returns
   ``(ret, mat_handle)``; ``ncnn_pipelinecache_save_memory(pc)`` returns ``bytes`` (None on
   error) when called without the C-style ``data``/``size`` addresses.
@@ -218,14 +220,30 @@ def _destroy(h: Any, kind: str) -> None:
 # ---------------------------------------------------------------- raw memory helpers
 
 
+# Linux maps nothing below vm.mmap_min_addr (64 KiB by default): an int under it in a pointer
+# position is a mistake (a size, a handle), never memory, and is refused instead of read.
+_LOWEST_ADDRESS = 1 << 16
+
+
+def _is_address(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _address(x: int, what: str) -> int:
+    """An int in a pointer position is a raw C address (as with ctypes); refuse impossible ones."""
+    if x == 0:
+        raise ValueError(f"{what}: NULL pointer")
+    if not _LOWEST_ADDRESS <= x < 1 << 64:
+        raise ValueError(f"{what}: {x:#x} is not a memory address")
+    return x
+
+
 def _bytes_at(buf: Any, n: int, what: str) -> bytes:
     """``n`` bytes from an address (C caller) or a bytes-like object (Python caller)."""
     if n < 0:
         raise ValueError(f"{what}: negative size {n}")
-    if isinstance(buf, int) and not isinstance(buf, bool):
-        if buf == 0:
-            raise ValueError(f"{what}: NULL pointer")
-        return ctypes.string_at(buf, n) if n else b""
+    if _is_address(buf):
+        return ctypes.string_at(_address(buf, what), n) if n else b""
     mv = memoryview(buf).cast("B")
     if len(mv) < n:
         raise ValueError(f"{what}: buffer has {len(mv)} bytes, {n} needed")
@@ -234,9 +252,8 @@ def _bytes_at(buf: Any, n: int, what: str) -> bytes:
 
 def _u8_view(buf: Any, n: int, what: str, writable: bool = False) -> np.ndarray:
     """A uint8 numpy view (no copy) of ``n`` bytes at an address or in a buffer."""
-    if isinstance(buf, int) and not isinstance(buf, bool):
-        if buf == 0:
-            raise ValueError(f"{what}: NULL pointer")
+    if _is_address(buf):
+        _address(buf, what)
         if n == 0:
             return np.zeros(0, dtype=np.uint8)
         return np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(buf))
@@ -251,10 +268,10 @@ def _u8_view(buf: Any, n: int, what: str, writable: bool = False) -> np.ndarray:
 
 def _floats_at(buf: Any, n: int) -> np.ndarray | None:
     """``n`` floats from an address, or a sequence as is; NULL / None -> None (skip)."""
-    if buf is None or (isinstance(buf, int) and not isinstance(buf, bool) and buf == 0):
+    if buf is None or (_is_address(buf) and buf == 0):
         return None
-    if isinstance(buf, int) and not isinstance(buf, bool):
-        return np.array((ctypes.c_float * n).from_address(buf), dtype=np.float32)
+    if _is_address(buf):
+        return np.array((ctypes.c_float * n).from_address(_address(buf, "float array")), dtype=np.float32)
     return np.asarray(buf, dtype=np.float32).reshape(-1)
 
 
@@ -274,9 +291,7 @@ class _PointerReader(DataReader):
     """
 
     def __init__(self, address: int) -> None:
-        if not address:
-            raise ValueError("NULL memory")
-        self.address = address
+        self.address = _address(address, "memory")
         self.consumed = 0
 
     def read_bytes(self, n: int) -> bytes:
@@ -304,7 +319,7 @@ class _PointerReader(DataReader):
 
 def _memory_reader(mem: Any) -> Any:
     """A reader for ``mem``: C address -> _PointerReader, bytes-like -> DataReaderFromMemory."""
-    if isinstance(mem, int) and not isinstance(mem, bool):
+    if _is_address(mem):
         return _PointerReader(mem)
     return DataReaderFromMemory(mem)
 
@@ -516,11 +531,11 @@ def ncnn_pipelinecache_save_memory(pipelinecache: int, data: Any = None, size: A
     pc = _get(pipelinecache, PIPELINECACHE)
     out = bytearray()
     ret = pc.save_cache(out)
-    if not isinstance(size, int) or size == 0:
+    if not _is_address(size) or size == 0:
         raise ValueError("size must point to a size_t")
     if ret != 0:
         return int(ret)
-    cell = ctypes.c_size_t.from_address(size)
+    cell = ctypes.c_size_t.from_address(_address(size, "size"))
     if not data:
         cell.value = len(out)
         return 0
@@ -528,7 +543,7 @@ def ncnn_pipelinecache_save_memory(pipelinecache: int, data: Any = None, size: A
         log.error("ncnn_pipelinecache_save_memory: buffer of %d bytes, %d needed", cell.value, len(out))
         cell.value = len(out)
         return -1
-    ctypes.memmove(data, bytes(out), len(out))
+    ctypes.memmove(_address(data, "data"), bytes(out), len(out))
     cell.value = len(out)
     return 0
 
@@ -579,8 +594,9 @@ def _mat_external(
 ) -> int:
     from .mat import Mat
 
-    if not isinstance(data, int) or not data:
-        raise ValueError("NULL data")
+    if not _is_address(data):
+        raise ValueError(f"data must be a memory address, got {type(data).__name__}")
+    _address(data, "data")
     if any(int(x) <= 0 for x in shape):
         raise ValueError(f"non-positive shape {shape}")
     return _new_mat(
@@ -981,11 +997,10 @@ def ncnn_net_load_model(net: int, path: Any) -> int:
 
 @_export(INT)
 def ncnn_net_load_param_memory(net: int, mem: Any) -> int:
-    if isinstance(mem, int) and not isinstance(mem, bool):
-        if not mem:
-            raise ValueError("NULL memory")
-        mem = ctypes.string_at(mem)
-    return _load_ret(_get(net, NET).load_param_mem(_text_arg(mem, "mem")))
+    n = _get(net, NET)
+    if _is_address(mem):
+        mem = ctypes.string_at(_address(mem, "mem"))
+    return _load_ret(n.load_param_mem(_text_arg(mem, "mem")))
 
 
 @_export(SIZE)
