@@ -79,6 +79,7 @@ def test_invalid_index_returns_none(vkdev):
     n = get_gpu_count()
     assert get_gpu_device(n) is None
     assert get_gpu_device(99) is None
+    assert get_gpu_device(-1) is None  # as the PyPI ncnn; only None means the default
     assert get_gpu_info(-5) is None
     assert get_gpu_info(n) is None
     assert 0 <= get_default_gpu_index() < n

@@ -308,8 +308,9 @@ def get_gpu_info(device_index: int | None = None) -> GpuInfo | None:
 
 
 def get_gpu_device(device_index: int | None = None) -> VulkanDevice | None:
-    """The shared VulkanDevice for a GPU index (default: get_default_gpu_index()); None on error."""
-    if device_index is None or device_index == -1:
+    """The shared VulkanDevice for a GPU index (None: get_default_gpu_index()); None on error,
+    an out-of-range index included (-1 too, as in the PyPI ncnn)."""
+    if device_index is None:
         device_index = get_default_gpu_index()
     with _lock:
         info = get_gpu_info(device_index)
