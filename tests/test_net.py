@@ -855,3 +855,40 @@ def test_squeezenet_on_the_gpu_matches_the_oracle():
     assert rel_l2(ours, _run_oracle(PARAM, x)) <= 1e-4
     net.clear()
     assert net.opt.pipeline_cache is None and cache.size() == 0
+
+
+def test_pool_allocators_serve_blobs_and_workspace_of_a_real_net():
+    """SqueezeNet on the CPU with pool allocators for blobs and scratch memory: both are used,
+    blocks come back to the pools, and the output does not change."""
+    from ncnn_c.allocator import PoolAllocator, UnlockedPoolAllocator
+
+    x = np.random.RandomState(3).rand(3, 227, 227).astype(np.float32)
+
+    def run(net):
+        ex = net.create_extractor()
+        ex.input("data", Mat(x))
+        ret, out = ex.extract("prob")
+        assert ret == 0
+        return np.array(out).copy()
+
+    plain = Net()
+    assert plain.load_param(str(MODELS / "squeezenet_v1.1.param")) == 0
+    assert plain.load_model(str(MODELS / "squeezenet_v1.1.bin")) == 0
+    ref = run(plain)
+
+    blob, work = PoolAllocator(), UnlockedPoolAllocator()
+    net = Net()
+    net.opt.blob_allocator = blob
+    net.opt.workspace_allocator = work
+    assert net.load_param(str(MODELS / "squeezenet_v1.1.param")) == 0
+    assert net.load_model(str(MODELS / "squeezenet_v1.1.bin")) == 0
+    np.testing.assert_array_equal(run(net), ref)
+    gc.collect()
+    pooled = len(work.budgets)
+    # every scratch block went back to the workspace pool ...
+    assert pooled > 0 and not work.payouts
+    assert blob.budgets
+    np.testing.assert_array_equal(run(net), ref)
+    gc.collect()
+    # ... and the second run was served from them instead of growing the pool
+    assert len(work.budgets) == pooled and not work.payouts

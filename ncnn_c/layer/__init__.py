@@ -33,6 +33,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from ..gpu.device import VulkanDevice
 
@@ -144,6 +146,25 @@ class Layer:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.type} {self.name!r}>"
+
+
+def workspace(opt, shape: tuple[int, ...]):
+    """Scratch memory for one forward call, from ``opt.workspace_allocator`` as in ncnn.
+
+    Returns ``(keep, array)``: a float32 array of ``shape`` and the object that owns its memory;
+    hold ``keep`` while the array is in use, then drop it (a pool allocator gets the block back).
+    """
+    from ..mat import Mat
+
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if opt is None or getattr(opt, "workspace_allocator", None) is None or n == 0:
+        return None, np.empty(shape, dtype=np.float32)
+    m = Mat(n, elemsize=4, elempack=1, allocator=opt.workspace_allocator)
+    if m.empty():
+        raise MemoryError(f"workspace allocator could not provide {n * 4} bytes")
+    return m, m.tensor()[:n].reshape(shape)
 
 
 # -- registry ----------------------------------------------------------------------------

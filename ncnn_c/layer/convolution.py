@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..mat import Mat
-from . import Layer
+from . import Layer, workspace
 
 log = logging.getLogger("ncnn_c")
 
@@ -22,8 +22,11 @@ PAD_SAME_UPPER = -233
 PAD_SAME_LOWER = -234
 
 
-def copy_make_border(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float) -> np.ndarray:
-    """Pad the last two axes of x with a constant; negative pads crop. Returns x itself when all are 0.
+def copy_make_border(
+    x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float, opt=None
+) -> tuple[object, np.ndarray]:
+    """Pad the last two axes of x with a constant; negative pads crop. Returns ``(keep, padded)``
+    (x itself when all pads are 0); the copy comes from ``opt.workspace_allocator`` (see workspace()).
 
     Negative pads arise from SAME padding when the kernel is smaller than the stride. ncnn
     copies rows from the first one whatever ``top`` is, so a negative top drops rows at the
@@ -31,16 +34,16 @@ def copy_make_border(x: np.ndarray, top: int, bottom: int, left: int, right: int
     rows; for rows of 12+ floats ncnn writes out of bounds, which nobody should rely on.)
     """
     if top == bottom == left == right == 0:
-        return x
+        return None, x
     h, w = x.shape[-2:]
     # cropping first keeps the allocation to the final size
     x = x[..., : h - max(0, -top) - max(0, -bottom), max(0, -left) : w - max(0, -right)]
     top, bottom, left, right = (max(0, p) for p in (top, bottom, left, right))
     h, w = x.shape[-2:]
-    out = np.empty(x.shape[:-2] + (h + top + bottom, w + left + right), dtype=np.float32)
+    keep, out = workspace(opt, x.shape[:-2] + (h + top + bottom, w + left + right))
     out.fill(value)
     out[..., top : top + h, left : left + w] = x
-    return out
+    return keep, out
 
 
 def same_pads(size: int, kernel_extent: int, stride: int, upper: bool) -> tuple[int, int]:
@@ -214,7 +217,7 @@ class Convolution(Layer):
             self.pad_left == PAD_SAME_UPPER,
         )
 
-    def _padded(self, x: np.ndarray) -> np.ndarray:
+    def _padded(self, x: np.ndarray, opt=None) -> tuple[object, np.ndarray]:
         pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
         h, w = x.shape[-2:]
         if any(p > 0 for p in pads):
@@ -222,8 +225,8 @@ class Convolution(Layer):
         elif all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
             t, b, l, r = self.same_border(h, w)
         else:
-            return x
-        return copy_make_border(x, t, b, l, r, self.pad_value)
+            return None, x
+        return copy_make_border(x, t, b, l, r, self.pad_value, opt)
 
     def forward(self, bottom, top, opt) -> int:
         if self._weight2d is None:
@@ -250,7 +253,7 @@ class Convolution(Layer):
                 self._weight2d.shape[1] // (kw * kh),
             )
             return -1
-        xp = self._padded(x)
+        _ws_padded, xp = self._padded(x, opt)
         hp, wp = xp.shape[-2:]
         outw = (wp - (self.dilation_w * (kw - 1) + 1)) // self.stride_w + 1
         outh = (hp - (self.dilation_h * (kh - 1) + 1)) // self.stride_h + 1
@@ -276,7 +279,8 @@ class Convolution(Layer):
                 ),
                 writeable=False,
             )
-            cols = win.reshape(channels * kh * kw, outh * outw)
+            _ws_cols, cols = workspace(opt, (channels * kh * kw, outh * outw))
+            cols.reshape(win.shape)[...] = win
         top.create(outw, outh, self.num_output, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100

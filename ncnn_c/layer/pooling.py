@@ -87,7 +87,7 @@ class Pooling(Layer):
         elif self.adaptive_pooling:
             out = self._adaptive(x, is_max)
         else:
-            out = self._windowed(x, is_max)
+            out = self._windowed(x, is_max, opt)
             if out is None:
                 return -1
         # Mat.create takes w, h, c: the numpy shape reversed
@@ -110,11 +110,11 @@ class Pooling(Layer):
             )
         return t, b, l, r
 
-    def _windowed(self, x: np.ndarray, is_max: bool) -> np.ndarray | None:
+    def _windowed(self, x: np.ndarray, is_max: bool, opt=None) -> np.ndarray | None:
         c, h, w = x.shape
         kh, kw, sh, sw = self.kernel_h, self.kernel_w, self.stride_h, self.stride_w
         t, b, l, r = self._pads(h, w)
-        xp = copy_make_border(x, t, b, l, r, -FLT_MAX if is_max else 0.0)
+        _ws, xp = copy_make_border(x, t, b, l, r, -FLT_MAX if is_max else 0.0, opt)
         hp, wp = xp.shape[1:]
         outh = (hp - kh) // sh + 1
         outw = (wp - kw) // sw + 1
