@@ -181,6 +181,17 @@ def test_convolution_tiles(vkdev, geometry, shape, num_output):
 
 
 @pytest.mark.parametrize("geometry", TILE_GEOMETRIES, ids=str)
+@pytest.mark.parametrize("shape,num_output", [((5, 17, 23), 19), ((2, 3, 30), 33)])
+@pytest.mark.parametrize("fp16_weights", [False, True])
+def test_convolution_gpu_tile_shape(vkdev, monkeypatch, geometry, shape, num_output, fp16_weights):
+    """The small tiles discrete GPUs get, checked here on lavapipe (a CPU device gets big ones)."""
+    from ncnn_c.layer.vulkan.convolution_vulkan import Convolution_vulkan
+
+    monkeypatch.setattr(Convolution_vulkan, "_tile_shape", lambda self: (4, 2))
+    conv_case(vkdev, geometry, bias=1, act=1, shape=shape, num_output=num_output, fp16_weights=fp16_weights)
+
+
+@pytest.mark.parametrize("geometry", TILE_GEOMETRIES, ids=str)
 @pytest.mark.parametrize("bias", [0, 1])
 def test_convolution_fp16_weights(vkdev, geometry, bias):
     conv_case(vkdev, geometry, bias=bias, act=1, shape=(5, 17, 23), num_output=19, fp16_weights=True)
