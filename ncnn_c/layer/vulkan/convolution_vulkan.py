@@ -91,6 +91,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         slower and its pipelines 3x slower to build, so GPUs get the smallest tile the shader
         allows (4 positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model
         0.52 s instead of 0.86 s)."""
+        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
         if int(getattr(self.vkdev.info, "type", 0)) == 3:  # VK_PHYSICAL_DEVICE_TYPE_CPU
             return (16, 4) if self.kernel_w * self.kernel_h == 1 else (8, 2)
         return 4, 2
