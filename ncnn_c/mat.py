@@ -131,6 +131,21 @@ def _cstep_for(dims: int, w: int, h: int, d: int, elemsize: int) -> int:
     return alignSize(w * h * d * elemsize, 16) // elemsize if elemsize else 0
 
 
+def unpack_shape(shape) -> tuple[int, int, int, int, int]:
+    """(dims, w, h, d, c) of an ncnn-order shape: (w,), (w, h), (w, h, c) or (w, h, d, c)."""
+    dims = len(shape)
+    w = h = d = c = 1
+    if dims == 1:
+        (w,) = shape
+    elif dims == 2:
+        w, h = shape
+    elif dims == 3:
+        w, h, c = shape
+    else:
+        w, h, d, c = shape
+    return dims, int(w), int(h), int(d), int(c)
+
+
 def _shape_args(args, what: str) -> tuple[int, ...]:
     """ncnn-order shape (w[, h[, d], c]) from ints or one tuple."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
@@ -278,16 +293,7 @@ class Mat:
         return m
 
     def _set_shape(self, shape: tuple[int, ...], elemsize: int, elempack: int) -> None:
-        dims = len(shape)
-        w, h, d, c = 1, 1, 1, 1
-        if dims == 1:
-            (w,) = shape
-        elif dims == 2:
-            w, h = shape
-        elif dims == 3:
-            w, h, c = shape
-        else:
-            w, h, d, c = shape
+        dims, w, h, d, c = unpack_shape(shape)
         self.dims, self.w, self.h, self.d, self.c = dims, w, h, d, c
         self.n = 1
         self.elemsize, self.elempack = elemsize, elempack

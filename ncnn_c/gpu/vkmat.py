@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..mat import _cstep_for
+from ..mat import _cstep_for, unpack_shape
 from . import _vk
 
 if TYPE_CHECKING:
@@ -75,17 +75,7 @@ class VkMat:
             raise ValueError(f"VkMat.create: bad shape {args} elemsize {elemsize} elempack {elempack}")
         if allocator is None:
             allocator = _default_allocator()
-        w, h, d, c = 1, 1, 1, 1
-        dims = len(args)
-        if dims == 1:
-            (w,) = args
-        elif dims == 2:
-            w, h = args
-        elif dims == 3:
-            w, h, c = args
-        else:
-            w, h, d, c = args
-        w, h, d, c = int(w), int(h), int(d), int(c)
+        dims, w, h, d, c = unpack_shape(args)
         if (
             self.data is not None
             and (self.dims, self.w, self.h, self.d, self.c) == (dims, w, h, d, c)
