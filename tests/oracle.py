@@ -28,6 +28,26 @@ import numpy as np
 FP16_FLAG = 0x01306B47
 
 
+# -- reproducible inputs ------------------------------------------------------------------------
+def rng(*key) -> np.random.Generator:
+    """A generator seeded from the case itself, so every case is reproducible on its own."""
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def randn(g: np.random.Generator, shape, scale: float = 1.0) -> np.ndarray:
+    return (g.standard_normal(shape) * scale).astype(np.float32)
+
+
+# numpy shapes of every rank a layer test should cover: odd sizes, size 1, and a big one
+SHAPES_1D = [(1,), (7,), (64,)]
+SHAPES_2D = [(1, 5), (7, 13), (16, 32)]
+SHAPES_3D = [(1, 1, 1), (3, 7, 13), (16, 8, 8), (3, 227, 227)]
+SHAPES_4D = [(2, 3, 5, 7), (4, 1, 6, 6)]
+SHAPES_ALL = SHAPES_1D + SHAPES_2D + SHAPES_3D + SHAPES_4D
+
+
 # -- comparison ----------------------------------------------------------------------------
 def rel_l2(a, b) -> float:
     """||a - b|| / ||b|| (absolute error when b is all zeros); shapes must match exactly."""
@@ -237,9 +257,8 @@ def run_layer(layer_type: str, params: dict, weights, inputs, n_outputs: int = 1
     pd = ParamDict()
     for k, v in params.items():
         if isinstance(v, (list, tuple, np.ndarray)):
-            arr = np.asarray(v)
-            dtype = np.float32 if arr.dtype.kind == "f" else np.int32
-            pd.set(k, Mat(np.ascontiguousarray(arr.ravel(), dtype=dtype)))
+            # ParamDict.set types an int array 5 (int32 bits) and a float array 6, as the parser does
+            pd.set(k, np.asarray(v).ravel())
         elif isinstance(v, (int, np.integer)):
             pd.set(k, int(v))
         else:

@@ -24,6 +24,17 @@ The registry is built from the files that exist: ``layer/<typename lowercased>.p
 the CPU class named after the ncnn type, ``layer/vulkan/<name>_vulkan.py`` holds
 ``<Type>_vulkan`` (a subclass of the CPU class, so it can still run on the CPU).
 Type indexes are ncnn's, because binary param files store them.
+
+Parameters are declared once per layer class, as ncnn's operator docs list them::
+
+    class Clip(Layer):
+        PARAMS = (Param(0, "min", -FLT_MAX), Param(1, "max", FLT_MAX))
+
+The base ``load_param`` reads every declared id into the attribute of that name (the
+default's type decides int / float; ``"ints"`` / ``"floats"`` kinds give numpy arrays;
+a default naming an earlier param, e.g. ``Param(11, "kernel_h", "kernel_w")``, copies that
+param's value) and then calls ``check_params()``, the one place a layer validates them
+(log why and return -1). GPU subclasses reuse the same attributes and geometry helpers.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -67,8 +78,72 @@ CUSTOM_BIT = 1 << 8
 _TYPE_INDEX = {name: i for i, name in enumerate(LAYER_TYPES)}
 
 
+FLT_MAX = 3.4028234663852886e38
+
+
+class Param(NamedTuple):
+    """One entry of a layer's parameter table: ncnn's id, our attribute name, the default.
+
+    ``kind`` is inferred from the default (int or float) unless given: ``"ints"`` and
+    ``"floats"`` are array params (numpy int32 / float32, empty when absent). A ``str``
+    default is the name of an earlier param whose loaded value becomes the default.
+    """
+
+    id: int
+    name: str
+    default: Any = 0
+    kind: str = ""
+
+
+def _param_kind(p: Param, table: dict[str, Param]) -> str:
+    if p.kind:
+        return p.kind
+    d = p.default
+    if isinstance(d, str):
+        return _param_kind(table[d], table)
+    return "float" if isinstance(d, float) else "int"
+
+
+def read_array_param(pd, pid: int, kind: str) -> np.ndarray:
+    """An array param as numpy (int32 for ``"ints"``, float32 for ``"floats"``); empty if absent.
+
+    ParamDict stores int arrays as int32 bit patterns in a float Mat (as ncnn does) and text
+    float arrays as floats; an array typed the other way is converted by value.
+    """
+    from ..mat import Mat
+
+    m = pd.get(pid, Mat())
+    if m is None or m.empty():
+        return np.zeros(0, np.int32 if kind == "ints" else np.float32)
+    raw = np.asarray(m.tensor()).ravel()
+    t = pd.type(pid)
+    if kind == "ints":
+        if t == 6:  # written with floats: take the values
+            return raw.astype(np.float32).astype(np.int32)
+        return raw.view(np.int32).copy() if raw.dtype == np.float32 else raw.astype(np.int32)
+    if t == 5:  # written with ints: take the values
+        return raw.view(np.int32).astype(np.float32) if raw.dtype == np.float32 else raw.astype(np.float32)
+    return raw.astype(np.float32, copy=True)
+
+
+def load_params(layer, pd, params) -> None:
+    """Set one attribute per declared Param from ``pd`` (see Param)."""
+    table = {p.name: p for p in params}
+    for p in params:
+        kind = _param_kind(p, table)
+        if kind in ("ints", "floats"):
+            setattr(layer, p.name, read_array_param(pd, p.id, kind))
+            continue
+        default = getattr(layer, p.default) if isinstance(p.default, str) else p.default
+        value = pd.get(p.id, float(default) if kind == "float" else int(default))
+        setattr(layer, p.name, float(value) if kind == "float" else int(value))
+
+
 class Layer:
     """Base class of every layer, built-in or user-defined (``class MyLayer(ncnn_c.Layer)``)."""
+
+    # the parameter table (see Param); subclasses list theirs
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
 
     def __init__(self) -> None:
         self.one_blob_only = False
@@ -95,9 +170,25 @@ class Layer:
         self.top_shapes: list = []
         self.vkdev: VulkanDevice | None = None  # set by the net for layers that run on the GPU
         self.userdata = None
+        # declared params start at their defaults, so a layer is usable before load_param
+        table = {p.name: p for p in self.PARAMS}
+        for p in self.PARAMS:
+            kind = _param_kind(p, table)
+            if kind in ("ints", "floats"):
+                setattr(self, p.name, np.zeros(0, np.int32 if kind == "ints" else np.float32))
+            elif isinstance(p.default, str):
+                setattr(self, p.name, getattr(self, p.default))
+            else:
+                setattr(self, p.name, float(p.default) if kind == "float" else int(p.default))
 
     # -- loading ---------------------------------------------------------------------
     def load_param(self, pd) -> int:
+        if self.PARAMS:
+            load_params(self, pd, self.PARAMS)
+        return self.check_params()
+
+    def check_params(self) -> int:
+        """Validate the loaded params: log the reason and return -1 when they cannot work."""
         return 0
 
     def load_model(self, mb) -> int:

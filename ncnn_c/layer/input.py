@@ -6,22 +6,16 @@ shapes; inference never reshapes or checks the blob against them, as in ncnn.
 
 from __future__ import annotations
 
-from . import Layer
+from . import Layer, Param
 
 
 class Input(Layer):
+    PARAMS = (Param(0, "w", 0), Param(1, "h", 0), Param(11, "d", 0), Param(2, "c", 0))
+
     def __init__(self) -> None:
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = True
-        self.w = self.h = self.d = self.c = 0
-
-    def load_param(self, pd) -> int:
-        self.w = pd.get(0, 0)
-        self.h = pd.get(1, 0)
-        self.d = pd.get(11, 0)
-        self.c = pd.get(2, 0)
-        return 0
 
     def forward_inplace(self, bottom_top, opt) -> int:
         return 0
