@@ -53,7 +53,7 @@ def spirv(n_words: int, seed: int) -> bytes:
 def entries(n: int, words: int = 2) -> list[SpirvEntry]:
     return [
         SpirvEntry(
-            shader_type_index=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i)
+            shader_id=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i)
         )
         for i in range(n)
     ]
@@ -198,7 +198,7 @@ def test_hashes_accept_any_bytes_like():
 def test_header_layout_is_fixed(small_file):
     assert cf.HEADER_SIZE == 128 and cf.ENTRY_HEADER_SIZE == 24
     magic, version, header_size, ncnn_version, endian, ptr = struct.unpack_from("<6I", small_file, 0)
-    assert (magic, version, header_size) == (0x5A545546, 3, 128)
+    assert (magic, version, header_size) == (0x5A545546, 4, 128)
     assert (ncnn_version, endian, ptr) == (IDENT.ncnn_version, 0x12345678, 8)
     assert struct.unpack_from("<5I", small_file, 24) == (
         IDENT.vendor_id,
@@ -219,7 +219,7 @@ def test_header_layout_is_fixed(small_file):
     assert struct.unpack_from("<I", small_file, 124)[0] == cf.fnv1a32(small_file[:124])
     e0 = entries(2, words=2)[0]
     assert struct.unpack_from("<6I", small_file, 128) == (
-        e0.shader_type_index,
+        e0.shader_id,
         e0.opt_bits,
         e0.source_hash,
         len(e0.spirv),
@@ -237,7 +237,7 @@ def test_golden_file_pins_the_format():
     assert hashlib.sha256(data).hexdigest()[:16] == GOLDEN_SHA256_PREFIX
 
 
-GOLDEN_SHA256_PREFIX = "77f9c63594da83e7"
+GOLDEN_SHA256_PREFIX = "65f48a40ea006474"
 
 
 def test_read_header_needs_no_identity(small_file):
@@ -434,8 +434,8 @@ def test_encode_refuses_what_decode_would_reject():
             cf.encode(IDENT, [bad], b"")
     with pytest.raises(ValueError, match="source_hash 0"):
         cf.encode(IDENT, [dataclasses.replace(e, source_hash=0)], b"")
-    with pytest.raises(ValueError, match="shader_type_index"):
-        cf.encode(IDENT, [dataclasses.replace(e, shader_type_index=-1)], b"")
+    with pytest.raises(ValueError, match="shader_id"):
+        cf.encode(IDENT, [dataclasses.replace(e, shader_id=-1)], b"")
     with pytest.raises(ValueError, match="pipeline_cache_uuid"):
         cf.encode(dataclasses.replace(IDENT, pipeline_cache_uuid=b"short"), [], b"")
     with pytest.raises(ValueError, match="vendor_id"):
@@ -463,13 +463,13 @@ def test_stale_entries_are_dropped_alone_when_asked():
 
     stale = []
     got, blob = cf.decode(data, IDENT, changed, resolve_ok, stale)
-    assert [e.shader_type_index for e in got] == [1, 7]
-    assert [(e.shader_type_index, "stale" in why) for e, why in stale] == [(4, True)]
+    assert [e.shader_id for e in got] == [1, 7]
+    assert [(e.shader_id, "stale" in why) for e, why in stale] == [(4, True)]
     assert blob == vk_blob(b"12345678")
     # a removed shader (no source hash) is dropped the same way
     stale = []
     got, _ = cf.decode(data, IDENT, lambda i: 0 if i == 7 else source_hash_of(i), resolve_ok, stale)
-    assert [e.shader_type_index for e in got] == [1, 4] and len(stale) == 1 and "unknown" in stale[0][1]
+    assert [e.shader_id for e in got] == [1, 4] and len(stale) == 1 and "unknown" in stale[0][1]
     # integrity failures still reject the whole file, stale list or not
     bad = bytearray(data)
     bad[-9] ^= 1

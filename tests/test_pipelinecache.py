@@ -423,6 +423,32 @@ def test_removed_shader_drops_its_entries(vkdev, shaders, cache):
         assert c2.stats()["compiled"] == 0
 
 
+@pytest.mark.parametrize("new_name", ["aaa_first", "middle_m", "zzz_last"])
+def test_added_shader_keeps_every_other_entry(vkdev, shaders, cache, new_name):
+    # a release that adds a shader (sorted before, between or after the others) must not turn
+    # the warm start of every other shader cold: entries are keyed by name, not by position
+    data = _warm(cache, vkdev)
+    (shaders / f"{new_name}.comp").write_text(ADD)
+    compiler.set_shader_dir(shaders)
+    with PipelineCache(vkdev) as c2:
+        assert c2.load_cache(data) == 0
+        s = c2.stats()
+        assert (s["loaded_spirv_entries"], s["stale_spirv_entries"]) == (2, 0)
+        opt = fp32_option(c2)
+        make(vkdev, "add", opt, [1.0, 8])
+        make(vkdev, "scale", opt, [1.0])
+        assert c2.stats()["compiled"] == 0
+
+
+def test_shader_ids_are_stable_names():
+    from ncnn_c.gpu.cachefile import fnv1a32
+
+    for i, name in enumerate(compiler.shader_names()):
+        assert compiler.shader_id(i) == fnv1a32(name.encode())
+        assert compiler.index_of_shader_id(compiler.shader_id(i)) == i
+    assert compiler.index_of_shader_id(12345) == -1
+
+
 @pytest.mark.parametrize("where", ["first", "last", "middle"])
 def test_flipped_byte_is_rejected_and_cache_unchanged(vkdev, shaders, cache, where):
     original = _warm(cache, vkdev)

@@ -54,7 +54,7 @@ def _load_native():
 _native = _load_native()
 
 CACHE_FILE_MAGIC = 0x5A545546
-CACHE_FILE_VERSION = 3
+CACHE_FILE_VERSION = 4
 CACHE_FILE_SIZE_LIMIT = 256 * 1024 * 1024
 
 ENDIAN_MARKER = 0x12345678
@@ -178,7 +178,7 @@ class Identity:
 class SpirvEntry:
     """Compiled SPIR-V of one builtin shader under one set of shader-affecting option bits."""
 
-    shader_type_index: int
+    shader_id: int
     opt_bits: int
     source_hash: int
     spirv: bytes
@@ -251,7 +251,7 @@ _OFFSET = dict(HEADER_FIELDS)
 _ENTRY = struct.Struct("<6I")
 ENTRY_HEADER_SIZE = _ENTRY.size  # 24
 ENTRY_FIELDS = (
-    ("shader_type_index", 0),
+    ("shader_id", 0),
     ("opt_bits", 4),
     ("source_hash", 8),
     ("spirv_size", 12),
@@ -343,14 +343,14 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
     """The cache file for ``identity`` holding ``entries`` and ``driver_blob``.
 
     Raises ValueError for data that ``decode`` would reject anyway (SPIR-V size zero or not a
-    multiple of 4, duplicate (shader_type_index, opt_bits), source_hash 0, out-of-range
+    multiple of 4, duplicate (shader_id, opt_bits), source_hash 0, out-of-range
     fields, a file over CACHE_FILE_SIZE_LIMIT), so that every file written can be read back.
     """
     parts = []
     seen = set()
     for i, e in enumerate(entries):
         key = (
-            _check_u32(f"entry {i} shader_type_index", e.shader_type_index),
+            _check_u32(f"entry {i} shader_id", e.shader_id),
             _check_u32(f"entry {i} opt_bits", e.opt_bits),
         )
         if _check_u32(f"entry {i} source_hash", e.source_hash) == 0:
@@ -359,7 +359,7 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
         if not spirv or len(spirv) % 4:
             raise ValueError(f"entry {i}: SPIR-V size {len(spirv)} is zero or not a multiple of 4")
         if key in seen:
-            raise ValueError(f"entry {i}: duplicate (shader_type_index, opt_bits) = {key}")
+            raise ValueError(f"entry {i}: duplicate (shader_id, opt_bits) = {key}")
         seen.add(key)
         parts.append(
             _ENTRY.pack(key[0], key[1], e.source_hash, len(spirv), fnv1a32(spirv), murmur3_32(spirv))
@@ -490,7 +490,7 @@ def _decode_entries(
         key = (sti, opt_bits)
         if key in seen:
             raise CacheRejected(
-                f"{where}: duplicate of entry {seen[key]} (shader_type_index {sti}, opt_bits 0x{opt_bits:x})"
+                f"{where}: duplicate of entry {seen[key]} (shader_id {sti}, opt_bits 0x{opt_bits:x})"
             )
         seen[key] = i
         try:
@@ -499,12 +499,12 @@ def _decode_entries(
             expected = e
         reason = None
         if isinstance(expected, Exception):
-            reason = f"shader_type_index {sti} is unknown ({type(expected).__name__}: {expected})"
+            reason = f"shader_id {sti} is unknown ({type(expected).__name__}: {expected})"
         elif not isinstance(expected, int) or expected == 0:
-            reason = f"shader_type_index {sti} is unknown to this build (no source hash)"
+            reason = f"shader_id {sti} is unknown to this build (no source hash)"
         elif expected != source_hash:
             reason = (
-                f"source_hash 0x{source_hash:08x} of shader_type_index {sti} is stale,"
+                f"source_hash 0x{source_hash:08x} of shader_id {sti} is stale,"
                 f" the shader source now hashes to 0x{expected:08x}"
             )
         if reason is not None:
@@ -519,7 +519,7 @@ def _decode_entries(
             info = resolve(spirv_bytes)
         except Exception as e:
             raise CacheRejected(
-                f"{where}: SPIR-V of shader_type_index {sti} does not resolve ({type(e).__name__}: {e})"
+                f"{where}: SPIR-V of shader_id {sti} does not resolve ({type(e).__name__}: {e})"
             ) from e
         entries.append(SpirvEntry(sti, opt_bits, source_hash, spirv_bytes))
         resolved.append(info)
@@ -576,7 +576,7 @@ def decode(
 ) -> tuple[list[SpirvEntry], bytes]:
     """(entries, driver_blob) of a cache file written for ``identity``; raises CacheRejected on any failure.
 
-    ``source_hash_of(shader_type_index)`` gives the current source hash of a builtin shader
+    ``source_hash_of(shader_id)`` gives the current source hash of a builtin shader
     (0 or an exception for an unknown index); ``resolve(spirv)`` must succeed for every entry.
     An entry whose shader source changed (or vanished) rejects the file, unless ``stale`` is a
     list: then such entries, intact otherwise, are left out and appended to it as

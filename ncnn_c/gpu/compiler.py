@@ -42,6 +42,13 @@ class _Registry:
             files = []
         self.names = [f[: -len(".comp")] for f in files]
         self.index = {n: i for i, n in enumerate(self.names)}
+        # a shader's identity in cache files: a hash of its name, so adding or removing
+        # another shader never changes it (the type index is only a position in this list)
+        self.ids = [fnv1a32(n.encode()) or 1 for n in self.names]
+        self.by_id = {sid: i for i, sid in enumerate(self.ids)}
+        if len(self.by_id) != len(self.ids):
+            dup = sorted({n for n, sid in zip(self.names, self.ids) if self.ids.count(sid) > 1})
+            raise ShaderCompileError(f"shader names {dup} share a cache id: rename one")
         self.sources: dict[int, bytes] = {}
         self.hashes: dict[int, int] = {}
 
@@ -121,6 +128,22 @@ def shader_source(index: int) -> bytes:
             src = f.read()
         reg.sources[index] = src
     return src
+
+
+def shader_id(index: int) -> int:
+    """The stable cache id of a shader (FNV-1a 32 of its name, never 0)."""
+    return _reg().ids[resolve_index(index)]
+
+
+def index_of_shader_id(sid: int) -> int:
+    """Type index of the shader with cache id ``sid``; -1 when no shader has it."""
+    return _reg().by_id.get(sid, -1)
+
+
+def source_hash_by_id(sid: int) -> int:
+    """The source hash of the shader with cache id ``sid``; 0 when no shader has it."""
+    index = index_of_shader_id(sid)
+    return 0 if index < 0 else shader_source_hash(index)
 
 
 def shader_source_hash(index: int) -> int:

@@ -360,7 +360,7 @@ class PipelineCache:
 
             identity = self._identity()
             stale: list = []
-            entries, blob = cachefile.decode(data, identity, compiler.shader_source_hash, resolve, stale)
+            entries, blob = cachefile.decode(data, identity, compiler.source_hash_by_id, resolve, stale)
             cachefile.validate_driver_blob(
                 blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
             )
@@ -374,7 +374,7 @@ class PipelineCache:
                     except NcnnError as e:
                         raise cachefile.CacheRejected(f"driver blob not accepted by the driver: {e}") from e
                 for ent in entries:
-                    self._spirv[(ent.shader_type_index, ent.opt_bits)] = _SpirvRecord(
+                    self._spirv[(compiler.index_of_shader_id(ent.shader_id), ent.opt_bits)] = _SpirvRecord(
                         ent.source_hash, ent.spirv, infos.get(ent.spirv) or resolve_shader_info(ent.spirv)
                     )
                 self._stats["loaded_spirv_entries"] += len(entries)
@@ -402,7 +402,7 @@ class PipelineCache:
             identity = self._identity()
             with self._lock:
                 entries = [
-                    cachefile.SpirvEntry(index, opt_bits, rec.source_hash, rec.spirv)
+                    cachefile.SpirvEntry(compiler.shader_id(index), opt_bits, rec.source_hash, rec.spirv)
                     for (index, opt_bits), rec in sorted(self._spirv.items())
                     # an entry of a shader edited since it was compiled would make the file stale
                     if rec.source_hash == compiler.shader_source_hash(index)
