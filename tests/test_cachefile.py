@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import io
 import os
+import pathlib
+import stat
 import random
 import re
 import struct
@@ -562,7 +564,7 @@ def test_read_source_path_and_file_object(tmp_path, small_file):
 def test_read_source_missing_and_unreadable(tmp_path):
     with pytest.raises(CacheRejected, match="missing.vkcache"):
         cf.read_source(tmp_path / "missing.vkcache")
-    with pytest.raises(CacheRejected, match="cannot read"):
+    with pytest.raises(CacheRejected, match="not a regular file"):
         cf.read_source(tmp_path)  # a directory
     p = tmp_path / "t"
     p.write_bytes(b"abc")
@@ -614,10 +616,13 @@ def test_read_source_enforces_the_limit_without_reading_everything(monkeypatch, 
 
 
 def test_read_source_bounds_a_growing_file_by_reads_not_by_stat(monkeypatch):
-    # /dev/zero reports size 0 but never ends.
+    # /dev/zero reports size 0 but never ends: as a path it is refused (not a regular file),
+    # as an open file object it is read only up to the limit
     monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", 4096)
-    with pytest.raises(CacheRejected, match="limit"):
+    with pytest.raises(CacheRejected, match="character device"):
         cf.read_source("/dev/zero")
+    with open("/dev/zero", "rb") as f, pytest.raises(CacheRejected, match="limit"):
+        cf.read_source(f)
 
 
 # ---------------------------------------------------------------------------------------- writing
@@ -649,22 +654,88 @@ def test_write_atomic_temp_name_pattern(tmp_path, monkeypatch):
     p = tmp_path / "c.vkcache"
     cf.write_atomic(p, b"a")
     cf.write_atomic(p, b"b")
-    pat = re.compile(re.escape(str(p)) + rf"\.tmp\.{os.getpid()}\.(\d+)$")
-    idx = []
+    pat = re.compile(re.escape(str(p)) + rf"\.tmp\.{os.getpid()}\.([0-9a-f]{{12}})$")
+    names = []
     for src, existed, dst in seen:
         m = pat.match(src)
         assert m and existed and dst == str(p), src
-        idx.append(int(m.group(1)))
-    assert idx[1] > idx[0]  # a process-wide counter
+        names.append(m.group(1))
+    assert names[1] != names[0]  # a random part: a recurring pid never meets its old names
 
 
-def test_write_atomic_skips_a_stale_temp_name(tmp_path, monkeypatch):
+def test_write_atomic_is_not_blocked_by_temps_of_a_recurring_pid(tmp_path):
+    # containers reuse pids: 100 leftover names of "our" pid must neither block a save nor stay
     p = tmp_path / "c.vkcache"
-    nxt = next(cf._tmp_counter) + 1
-    stale = tmp_path / f"c.vkcache.tmp.{os.getpid()}.{nxt}"
-    stale.write_bytes(b"other writer")
+    for n in range(100):
+        (tmp_path / f"c.vkcache.tmp.{os.getpid()}.{n}").write_bytes(b"old")
     cf.write_atomic(p, b"data")
-    assert p.read_bytes() == b"data" and stale.read_bytes() == b"other writer"
+    assert p.read_bytes() == b"data"
+    assert _leftovers(tmp_path) == []
+
+
+def test_stale_temps_of_dead_processes_are_removed_live_ones_kept(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        (tmp_path / f"c.vkcache.tmp.{dead.pid}.abc").write_bytes(b"x")
+        (tmp_path / f"c.vkcache.tmp.{live.pid}.abc").write_bytes(b"x")
+        (tmp_path / "other.vkcache.tmp.1.abc").write_bytes(b"x")  # another cache's: not ours to judge
+        cf.write_atomic(tmp_path / "c.vkcache", b"data")
+        assert _leftovers(tmp_path) == sorted([f"c.vkcache.tmp.{live.pid}.abc", "other.vkcache.tmp.1.abc"])
+    finally:
+        live.kill()
+        live.wait()
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo", "symlink-to-fifo", "chardev"])
+def test_write_atomic_refuses_what_is_not_a_regular_file(tmp_path, kind):
+    target = tmp_path / "target"
+    if kind == "dir":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target.symlink_to(tmp_path / "fifo")
+    else:
+        target = pathlib.Path("/dev/null")
+    before = os.lstat(target)
+    with pytest.raises(OSError, match="not a regular file"):
+        cf.write_atomic(target, b"data")
+    after = os.lstat(target)
+    assert (before.st_mode, before.st_ino, before.st_rdev) == (after.st_mode, after.st_ino, after.st_rdev)
+    assert [n for n in os.listdir(target.parent) if ".tmp." in n and n.startswith(target.name)] == []
+
+
+def test_write_atomic_keeps_permission_bits_and_new_files_follow_umask(tmp_path):
+    p = tmp_path / "c.vkcache"
+    p.write_bytes(b"old")
+    os.chmod(p, 0o600)
+    cf.write_atomic(p, b"new")
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o600 and p.read_bytes() == b"new"
+    old = os.umask(0o027)
+    try:
+        cf.write_atomic(tmp_path / "fresh.vkcache", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "fresh.vkcache").st_mode) == 0o640
+
+
+def test_read_source_never_blocks_on_a_fifo(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(cf.CacheRejected, match="FIFO"):
+        cf.read_source(fifo)  # no writer: a blocking open() would hang here forever
+
+
+def test_read_source_missing_file_is_a_miss(tmp_path):
+    with pytest.raises(cf.CacheMissing):
+        cf.read_source(tmp_path / "nothing.vkcache")
+    with pytest.raises(cf.CacheRejected, match="directory"):
+        cf.read_source(tmp_path)
 
 
 def test_write_atomic_failure_removes_temp_and_raises_oserror(tmp_path, monkeypatch):

@@ -378,6 +378,21 @@ def test_round_trip_through_a_path(vkdev, shaders, cache, tmp_path):
         assert "missing.vkcache" in c3.stats()["last_load_error"]
 
 
+def test_missing_file_is_a_miss_logged_at_info_and_reason_readable(vkdev, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="ncnn_c")
+    with PipelineCache(vkdev) as c:
+        assert c.load_cache(tmp_path / "none.vkcache") != 0
+        assert "none.vkcache" in c.last_error and "no such file" in c.last_error
+        recs = [r for r in caplog.records if "none.vkcache" in r.getMessage()]
+        assert recs and all(r.levelno == logging.INFO for r in recs)
+        caplog.clear()
+        assert c.load_cache(b"garbage") != 0  # a rejection stays an ERROR line, with its reason
+        assert "128" in c.last_error or "short" in c.last_error, c.last_error
+        assert any(r.levelno == logging.ERROR for r in caplog.records)
+
+
 def test_round_trip_through_a_file_object(vkdev, shaders, cache):
     _warm(cache, vkdev)
     f = io.BytesIO()

@@ -14,8 +14,9 @@ their FNV-1a hashes, each SPIR-V entry by two more hashes. The layout is documen
 
 from __future__ import annotations
 
-import itertools
 import os
+import secrets
+import stat
 import struct
 import threading
 from collections.abc import Callable
@@ -68,6 +69,10 @@ _FNV_PRIME = 0x01000193
 
 class CacheRejected(NcnnError):
     """A cache file (or source) that cannot be used; ``str(e)`` says which field and why."""
+
+
+class CacheMissing(CacheRejected):
+    """The cache file does not exist (yet): the ordinary first start, not a problem."""
 
 
 # --------------------------------------------------------------------------- hashes
@@ -649,16 +654,26 @@ def read_source(src) -> bytes:
     if isinstance(src, (str, os.PathLike)):
         what = f"cache file {os.fsdecode(src)!r}"
         try:
-            with open(src, "rb") as f:
-                try:
-                    size = os.fstat(f.fileno()).st_size
-                except OSError:
-                    size = 0
-                if size > limit:
-                    raise CacheRejected(f"{what}: {size} bytes, over the {limit}-byte limit")
+            # O_NONBLOCK: opening a FIFO without a writer must not hang; it is refused below
+            fd = os.open(src, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError as e:
+            raise CacheMissing(f"{what}: no such file (a first start)") from e
+        except OSError as e:
+            raise CacheRejected(f"{what}: cannot read ({e.strerror or e})") from e
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise CacheRejected(f"{what}: not a regular file ({_file_kind(st.st_mode)})")
+            if st.st_size > limit:
+                raise CacheRejected(f"{what}: {st.st_size} bytes, over the {limit}-byte limit")
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
                 return _read_limited(f, limit, what)
         except OSError as e:
             raise CacheRejected(f"{what}: cannot read ({e.strerror or e})") from e
+        finally:
+            if fd >= 0:
+                os.close(fd)
     if callable(getattr(src, "read", None)):
         what = f"cache file object {getattr(src, 'name', type(src).__name__)!r}"
         try:
@@ -672,19 +687,72 @@ def read_source(src) -> bytes:
     )
 
 
-_tmp_counter = itertools.count()
 _tmp_lock = threading.Lock()
+_tmp_in_flight: set[str] = set()  # this process's temp files being written right now
 
 
-def _next_tmp_index() -> int:
-    with _tmp_lock:
-        return next(_tmp_counter)
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
-def _tmp_path(path):
-    # Same directory as the target, so os.replace is a rename within one filesystem.
-    suffix = f".tmp.{os.getpid()}.{_next_tmp_index()}"
-    return path + (os.fsencode(suffix) if isinstance(path, bytes) else suffix)
+def _tmp_path(path: str) -> str:
+    # Same directory as the target, so os.replace is a rename within one filesystem. A random
+    # part, not a counter: in containers the same pid recurs, and old names must never block.
+    return f"{path}.tmp.{os.getpid()}.{secrets.token_hex(6)}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists, owned by someone else
+    return True
+
+
+def remove_stale_temps(path) -> int:
+    """Remove ``<path>.tmp.<pid>.*`` files left by dead processes (or by this one, not in use).
+
+    Temp files of live processes are left alone. Returns how many were removed.
+    """
+    path = os.fsdecode(os.fspath(path))
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix = os.path.basename(path) + ".tmp."
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    me = os.getpid()
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_s, _, _rest = name[len(prefix) :].partition(".")
+        if not pid_s.isdigit():
+            continue
+        full = os.path.join(directory, name)
+        pid = int(pid_s)
+        with _tmp_lock:
+            if pid == me and full in _tmp_in_flight:
+                continue
+        if pid != me and _pid_alive(pid):
+            continue
+        try:
+            os.unlink(full)
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def _fsync_dir(path) -> None:
@@ -708,23 +776,45 @@ def write_atomic(path, data: bytes, *, durable: bool = False) -> None:
     is fsynced before the rename and the directory after it (survives power loss, not only
     a killed process). On failure the temp file is removed and OSError is raised.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(os.fspath(path))
     try:
         view = _as_view(data)
     except TypeError as e:
-        raise OSError(f"writing {os.fsdecode(path)!r} failed: data is not bytes-like ({e})") from e
+        raise OSError(f"writing {path!r} failed: data is not bytes-like ({e})") from e
+    # only a regular file (or nothing) is replaced: a device node, FIFO, directory or a
+    # symlink to one of those stays as it was (as root, /dev/zero would become a file)
+    mode = None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"writing {path!r} refused: it is {_file_kind(st.st_mode)}, not a regular file")
+        mode = stat.S_IMODE(st.st_mode)
+    remove_stale_temps(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):  # a stale temp from an earlier process with the same pid: take the next index
+    for _ in range(16):
         tmp = _tmp_path(path)
+        with _tmp_lock:  # registered before it exists: another thread's cleanup must not take it
+            _tmp_in_flight.add(tmp)
         try:
-            fd = os.open(tmp, flags, 0o666)
+            fd = os.open(tmp, flags, 0o666)  # new files follow the umask
             break
         except FileExistsError:
+            with _tmp_lock:
+                _tmp_in_flight.discard(tmp)
             continue
+        except BaseException:
+            with _tmp_lock:
+                _tmp_in_flight.discard(tmp)
+            raise
     else:
-        raise FileExistsError(f"no free temporary name next to {os.fsdecode(path)!r}")
+        raise FileExistsError(f"no free temporary name next to {path!r}")
     try:
         with os.fdopen(fd, "wb") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)  # an existing 0600 cache stays 0600
             f.write(view)
             f.flush()
             if durable:
@@ -737,7 +827,10 @@ def write_atomic(path, data: bytes, *, durable: bool = False) -> None:
             pass
         if isinstance(e, OSError) or not isinstance(e, Exception):
             raise
-        raise OSError(f"writing {os.fsdecode(path)!r} failed: {e}") from e
+        raise OSError(f"writing {path!r} failed: {e}") from e
+    finally:
+        with _tmp_lock:
+            _tmp_in_flight.discard(tmp)
     if durable:
         _fsync_dir(path)
 

@@ -387,6 +387,11 @@ class PipelineCache:
                     "PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", _describe(src), reason
                 )
             return 0
+        except cachefile.CacheMissing as e:
+            # no file yet is the ordinary first start: a miss, not an error
+            self._last_load_error = str(e)
+            log.info("PipelineCache.load_cache: %s", e)
+            return -1
         except cachefile.CacheRejected as e:
             self._last_load_error = str(e)
             log.error("PipelineCache.load_cache: rejected %s: %s", _describe(src), e)
@@ -428,6 +433,11 @@ class PipelineCache:
         except Exception as e:
             log.error("PipelineCache.save_cache: cannot save to %s: %s", _describe(dst), e)
             return -1
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the last ``load_cache`` did not load (field, expected, found), None after a success."""
+        return self._last_load_error
 
     def stats(self) -> dict:
         with self._lock:
