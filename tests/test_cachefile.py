@@ -7,9 +7,9 @@ import hashlib
 import io
 import os
 import pathlib
-import stat
 import random
 import re
+import stat
 import struct
 import subprocess
 import sys
@@ -54,9 +54,7 @@ def spirv(n_words: int, seed: int) -> bytes:
 
 def entries(n: int, words: int = 2) -> list[SpirvEntry]:
     return [
-        SpirvEntry(
-            shader_id=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i)
-        )
+        SpirvEntry(shader_id=3 * i + 1, opt_bits=i % 3, source_hash=0x1000 + i, spirv=spirv(words + i % 2, i))
         for i in range(n)
     ]
 

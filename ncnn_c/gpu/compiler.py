@@ -47,7 +47,7 @@ class _Registry:
         self.ids = [fnv1a32(n.encode()) or 1 for n in self.names]
         self.by_id = {sid: i for i, sid in enumerate(self.ids)}
         if len(self.by_id) != len(self.ids):
-            dup = sorted({n for n, sid in zip(self.names, self.ids) if self.ids.count(sid) > 1})
+            dup = sorted({n for n, sid in zip(self.names, self.ids, strict=True) if self.ids.count(sid) > 1})
             raise ShaderCompileError(f"shader names {dup} share a cache id: rename one")
         self.sources: dict[int, bytes] = {}
         self.hashes: dict[int, int] = {}
