@@ -529,3 +529,16 @@ def test_concurrent_requests_share_one_artifact(vkdev, shaders, cache):
     assert len(set(handles)) == 1
     s = cache.stats()
     assert (s["compiled"], s["pipelines_created"], s["artifact_hits"]) == (1, 1, 7)
+
+
+def test_create_destroy_loop_does_not_grow_the_device(vkdev):
+    # each cache hooks itself onto its device; destroy (or garbage collection) must unhook it
+    before = len(vkdev._destroy_hooks)
+    for _ in range(200):
+        PipelineCache(vkdev).destroy()
+    for _ in range(200):
+        PipelineCache(vkdev)  # dropped at once: __del__ destroys it
+    import gc
+
+    gc.collect()
+    assert len(vkdev._destroy_hooks) == before

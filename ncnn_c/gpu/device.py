@@ -520,6 +520,14 @@ class VulkanDevice:
         with self._lock:
             self._destroy_hooks.append(fn)
 
+    def remove_destroy_hook(self, fn) -> None:
+        """Forget a hook (a cache destroyed before its device); unknown hooks are ignored."""
+        with self._lock:
+            try:
+                self._destroy_hooks.remove(fn)
+            except ValueError:
+                pass
+
     def destroy(self) -> None:
         if self.destroyed:
             return
@@ -527,7 +535,7 @@ class VulkanDevice:
             _vk.device_wait_idle(self.vk_device)
         except _vk.VulkanError as e:
             log.error("VulkanDevice.destroy: %s", e)
-        for fn in self._destroy_hooks:
+        for fn in list(self._destroy_hooks):
             try:
                 fn(self)
             except Exception as e:

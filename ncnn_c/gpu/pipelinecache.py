@@ -157,6 +157,8 @@ class PipelineCache:
         self._ensure_vk_pipeline_cache()
         # Our objects must go before the VkDevice does; the weak reference keeps the
         # device from extending the cache's life.
+        # destroy() removes it again, so creating and destroying caches never grows the device.
+        self._device_hook = None
         add_hook = getattr(vkdev, "add_destroy_hook", None)
         if callable(add_hook):
             ref = weakref.ref(self)
@@ -167,6 +169,7 @@ class PipelineCache:
                     cache.destroy()
 
             add_hook(_before_device_destroy)
+            self._device_hook = _before_device_destroy
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -318,6 +321,10 @@ class PipelineCache:
         with self._lock:
             if self._destroyed:
                 return
+            hook, self._device_hook = self._device_hook, None
+            remove = getattr(self.vkdev, "remove_destroy_hook", None)
+            if hook is not None and callable(remove):
+                remove(hook)
             if not self._device_alive():
                 # The device already took every object with it; only forget the handles.
                 self._artifacts, self._digests, self._vk_pipeline_cache = [], {}, None
