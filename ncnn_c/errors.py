@@ -15,3 +15,7 @@ class VulkanUnavailable(NcnnError):
 
 class PipelineGone(NcnnError):
     """A dispatch of a Pipeline whose Vulkan objects do not exist (any more)."""
+
+
+class ForkedProcessError(NcnnError):
+    """Vulkan objects used in a child of fork(): they belong to the parent and would hang."""

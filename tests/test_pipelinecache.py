@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pathlib
 import struct
 import time
 import types
@@ -542,3 +543,52 @@ def test_create_destroy_loop_does_not_grow_the_device(vkdev):
 
     gc.collect()
     assert len(vkdev._destroy_hooks) == before
+
+
+FORK_CHILD = r"""
+import os, sys, numpy as np
+import ncnn_c as ncnn
+net = ncnn.Net()
+net.opt.use_vulkan_compute = True
+assert net.load_param(sys.argv[1]) == 0 and net.load_model(sys.argv[2]) == 0
+x = ncnn.Mat(np.random.rand(3, 227, 227).astype(np.float32))
+ex = net.create_extractor(); ex.input("data", x)
+assert ex.extract("prob")[0] == 0
+pid = os.fork()
+if pid == 0:
+    ex = net.create_extractor(); ex.input("data", x)
+    ret, _ = ex.extract("prob")
+    buf = bytearray()
+    saved = net.opt.pipeline_cache.save_cache(buf)
+    assert saved != 0 or len(buf) > 128
+    print("CHILD", ret, saved, ncnn.get_gpu_count(), flush=True)
+    sys.exit(0)  # atexit teardown must not hang either
+_, status = os.waitpid(pid, 0)
+print("PARENT", os.waitstatus_to_exitcode(status), ex.extract("prob")[0], flush=True)
+"""
+
+
+def test_fork_child_gets_a_clear_error_not_a_hang(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "fork_child.py"
+    script.write_text(FORK_CHILD)
+    models = pathlib.Path(__file__).resolve().parents[1] / "models"
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(models / "squeezenet_v1.1.param"),
+            str(models / "squeezenet_v1.1.bin"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    # in the child: extract fails (-1) saying why, the cache still saves its bytes, no GPU is offered
+    assert "CHILD -1 0 0" in r.stdout, r.stdout + r.stderr
+    assert "forked" in r.stderr
+    assert "PARENT 0 0" in r.stdout  # the parent goes on untouched

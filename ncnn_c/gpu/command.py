@@ -18,8 +18,9 @@ import logging
 
 import numpy as np
 
-from ..errors import PipelineGone
+from ..errors import NcnnError, PipelineGone
 from . import _vk
+from .device import check_process
 from .vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
@@ -51,6 +52,9 @@ class VkCompute:
     """One command buffer's worth of GPU work; reusable after ``submit_and_wait()``/``reset()``."""
 
     def __init__(self, vkdev) -> None:
+        check_process("VkCompute")
+        if vkdev is None or vkdev.destroyed:
+            raise NcnnError("VkCompute: the VulkanDevice is destroyed")
         self.vkdev = vkdev
         self._rec: _vk.CommandRecorder | None = _vk.CommandRecorder(
             vkdev.vk_device, vkdev.compute_queue_family
@@ -218,6 +222,7 @@ class VkCompute:
             return 0
         ret = 0
         assert self._rec is not None, "VkCompute used after destroy()"
+        check_process("VkCompute.submit_and_wait")
         try:
             if self._downloads:
                 self._pending_stages |= _vk.STAGE_COMPUTE | _vk.STAGE_TRANSFER

@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 
-from ..errors import NcnnError, VulkanUnavailable
+from ..errors import ForkedProcessError, NcnnError, VulkanUnavailable
 from . import _vk
 from .vkallocator import VkBlobAllocator, VkBufferMemory, VkStagingAllocator
 
@@ -211,10 +211,48 @@ _init_failed: str | None = None
 _atexit_registered = False
 
 
+# fork(): a child inherits the parent's Vulkan handles, but not the driver's threads and locks;
+# any call on them can hang for ever (lavapipe does, at the first submit or at exit). The
+# child is marked at fork time; Vulkan entry points refuse with ForkedProcessError, teardown
+# only forgets the handles, and everything that is only bytes (cache files) keeps working.
+_forked_child = False
+
+
+def _after_fork_in_child() -> None:
+    # runs in the child right after fork, with no other thread: no locks taken here
+    global _forked_child
+    if _instance is not None:
+        _forked_child = True
+        for dev in list(_devices.values()):
+            dev._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def in_forked_child() -> bool:
+    """True in a child of fork() whose parent had created the Vulkan instance."""
+    return _forked_child
+
+
+def check_process(what: str) -> None:
+    """Raise ForkedProcessError when called in a forked child of a Vulkan-using parent."""
+    if _forked_child:
+        raise ForkedProcessError(
+            f"{what}: this process was forked from one that had started Vulkan; the parent's GPU "
+            "objects cannot be used here (they would hang). Start GPU work in the child itself "
+            "(multiprocessing 'spawn' or 'forkserver'), or fork before the first GPU call"
+        )
+
+
 def create_gpu_instance(driver_path: str | None = None) -> int:
     """Create the Vulkan instance and enumerate GPUs; 0 on success, -1 (logged) otherwise."""
     global _instance, _infos, _init_failed, _atexit_registered
     with _lock:
+        if _forked_child:
+            log.error("create_gpu_instance: %s", _fork_message())
+            return -1
         if _instance is not None:
             return 0
         if driver_path:
@@ -263,6 +301,14 @@ def destroy_gpu_instance() -> None:
     """Destroy every VulkanDevice, then the instance. Idempotent; registered with atexit."""
     global _instance, _infos
     with _lock:
+        if _forked_child:
+            # the parent owns these; touching them here would hang: just forget them
+            for dev in _devices.values():
+                dev._forget()
+            _devices.clear()
+            _instance = None
+            _infos = []
+            return
         for dev in list(_devices.values()):
             try:
                 dev.destroy()
@@ -281,7 +327,18 @@ def _ensure_instance() -> bool:
     return create_gpu_instance() == 0
 
 
+def _fork_message() -> str:
+    try:
+        check_process("Vulkan")
+    except ForkedProcessError as e:
+        return str(e)
+    return ""
+
+
 def get_gpu_count() -> int:
+    if _forked_child:
+        log.error("get_gpu_count: %s", _fork_message())
+        return 0
     try:
         with _lock:
             return len(_infos) if _ensure_instance() else 0
@@ -528,8 +585,20 @@ class VulkanDevice:
             except ValueError:
                 pass
 
+    def _forget(self) -> None:
+        """Drop every handle without a Vulkan call (a forked child: they are the parent's)."""
+        self._destroy_hooks = []
+        self._dummy = None
+        for alloc in list(self._allocators):
+            alloc._alive = False  # later frees become no-ops
+        self.destroyed = True
+        self.vk_device = None
+
     def destroy(self) -> None:
         if self.destroyed:
+            return
+        if _forked_child:
+            self._forget()
             return
         try:
             _vk.device_wait_idle(self.vk_device)

@@ -30,6 +30,7 @@ from .. import __version__
 from ..errors import NcnnError
 from . import _vk_pipeline as _vkp
 from . import cachefile, compiler
+from .device import check_process, in_forked_child
 from .spirv import ShaderInfo, resolve_shader_info
 
 log = logging.getLogger("ncnn_c")
@@ -206,6 +207,7 @@ class PipelineCache:
         """
         if self._destroyed:
             raise PipelineCacheError("PipelineCache used after destroy()")
+        check_process("PipelineCache.get_pipeline")
         if subgroup_size is None:
             subgroup_size = int(getattr(self.vkdev.info, "subgroup_size", 0) or 0)
         local_size = tuple(int(v) for v in local_size)
@@ -366,6 +368,7 @@ class PipelineCache:
                 return info
 
             identity = self._identity()
+            check_process("PipelineCache.load_cache")
             stale: list = []
             entries, blob = cachefile.decode(data, identity, compiler.source_hash_by_id, resolve, stale)
             cachefile.validate_driver_blob(
@@ -420,7 +423,10 @@ class PipelineCache:
                     if rec.source_hash == compiler.shader_source_hash(index)
                 ]
                 blob = b""
-                if self._vk_pipeline_cache is not None and not self._bug_online_cache:
+                if in_forked_child():
+                    # the driver cache is the parent's: save what is only bytes (the SPIR-V)
+                    log.warning("PipelineCache.save_cache: forked child: saving without the driver blob")
+                elif self._vk_pipeline_cache is not None and not self._bug_online_cache:
                     blob = _vkp.get_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache)
             if blob:
                 try:
