@@ -1,0 +1,248 @@
+"""Gemm (fp32): ``y = alpha * (op(A) @ op(B) + beta * C)``, one BLAS product into the top blob.
+
+A, B and C are inputs or constants from the model (constantA/B/C). Input matrices follow
+ncnn's conventions: a 2-D blob is (rows, w); a 3-D blob is one row per channel (its h must
+be 1); a 1-D blob is a single row. C broadcasts as ncnn decides from its shape (scalar, per
+row of the M side, per column of the N side, or full M x N); a constant C says how with
+``constant_broadcast_type_C`` (0 scalar, 1 and 2 per-M, 3 full, 4 per-N, -1 none).
+``output_transpose`` writes the N x M transpose, ``output_N1M`` a 3-D (rows, 1, cols) blob.
+``output_elempack`` / ``output_elemtype`` only choose a storage layout: CPU blobs here are
+fp32 with elempack 1, as ncnn's own fp32 CPU path produces them once unpacked.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+import numpy as np
+
+from ..mat import Mat
+from . import Layer, Param
+from .deconvolution import flat_weights
+
+log = logging.getLogger("ncnn_c")
+
+
+class Gemm(Layer):
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(0, "alpha", 1.0),
+        Param(1, "beta", 1.0),
+        Param(2, "transA", 0),
+        Param(3, "transB", 0),
+        Param(4, "constantA", 0),
+        Param(5, "constantB", 0),
+        Param(6, "constantC", 0),
+        Param(7, "constantM", 0),
+        Param(8, "constantN", 0),
+        Param(9, "constantK", 0),
+        Param(10, "constant_broadcast_type_C", 0),
+        Param(11, "output_N1M", 0),
+        Param(12, "output_elempack", 0),
+        Param(13, "output_elemtype", 0),
+        Param(14, "output_transpose", 0),
+        Param(18, "quantize_term", 0),
+        Param(20, "constant_TILE_M", 0),
+        Param(21, "constant_TILE_N", 0),
+        Param(22, "constant_TILE_K", 0),
+    )
+    alpha: float
+    beta: float
+    transA: int
+    transB: int
+    constantA: int
+    constantB: int
+    constantC: int
+    constantM: int
+    constantN: int
+    constantK: int
+    constant_broadcast_type_C: int
+    output_N1M: int
+    output_elempack: int
+    output_elemtype: int
+    output_transpose: int
+    quantize_term: int
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = False
+        self.support_inplace = False
+        self.A_data = Mat()
+        self.B_data = Mat()
+        self.C_data = Mat()
+        self._A: np.ndarray | None = None  # (M, K), possibly a transposed view
+        self._B: np.ndarray | None = None  # (K, N), possibly a transposed view
+        self._C: np.ndarray | None = None  # beta * C, shaped to broadcast over (M, N)
+
+    def check_params(self) -> int:
+        if self.quantize_term:
+            log.error("Gemm %r: quantized weights (18=%d) are not supported", self.name, self.quantize_term)
+            return -1
+        if self.constantA and (self.constantM <= 0 or self.constantK <= 0):
+            log.error("Gemm %r: constantA needs positive constantM and constantK", self.name)
+            return -1
+        if self.constantB and (self.constantN <= 0 or self.constantK <= 0):
+            log.error("Gemm %r: constantB needs positive constantN and constantK", self.name)
+            return -1
+        if self.constantC and not -1 <= self.constant_broadcast_type_C <= 4:
+            log.error(
+                "Gemm %r: constant_broadcast_type_C %d is not -1..4",
+                self.name,
+                self.constant_broadcast_type_C,
+            )
+            return -1
+        if self.constantC and self.constant_broadcast_type_C in (1, 2, 3) and self.constantM <= 0:
+            log.error("Gemm %r: a per-M constant C needs constantM", self.name)
+            return -1
+        if self.constantC and self.constant_broadcast_type_C in (3, 4) and self.constantN <= 0:
+            log.error("Gemm %r: a per-N constant C needs constantN", self.name)
+            return -1
+        if self.output_elemtype not in (0, 1, 2, 3) or self.output_elempack < 0:
+            log.error(
+                "Gemm %r: unknown output_elemtype %d / output_elempack %d",
+                self.name,
+                self.output_elemtype,
+                self.output_elempack,
+            )
+            return -1
+        # as ncnn: exactly one blob comes in when two of A, B, C are constants
+        constants = (self.constantA, self.constantB, self.constantC)
+        self.one_blob_only = sum(1 for c in constants if c) == 2
+        return 0
+
+    def load_model(self, mb) -> int:
+        M, N, K = self.constantM, self.constantN, self.constantK
+        if self.constantA:
+            self.A_data = mb.load(M, K, 0) if self.transA else mb.load(K, M, 0)
+            if self.A_data.empty():
+                return -100
+        if self.constantB:
+            self.B_data = mb.load(K, N, 0) if self.transB else mb.load(N, K, 0)
+            if self.B_data.empty():
+                return -100
+        if self.constantC and self.constant_broadcast_type_C != -1:
+            count = {0: 1, 1: M, 2: M, 3: M * N, 4: N}[self.constant_broadcast_type_C]
+            self.C_data = mb.load(count, 0)
+            if self.C_data.empty():
+                return -100
+        self._prepare()
+        return 0
+
+    def _prepare(self) -> None:
+        M, N, K = self.constantM, self.constantN, self.constantK
+        if self.constantA:
+            a = flat_weights(self.A_data)
+            self._A = a.reshape(K, M).T if self.transA else a.reshape(M, K)
+        if self.constantB:
+            b = flat_weights(self.B_data)
+            self._B = b.reshape(K, N) if not self.transB else b.reshape(N, K).T
+        if self.constantC and self.constant_broadcast_type_C != -1:
+            self._C = self._broadcast_c(flat_weights(self.C_data), self.constant_broadcast_type_C, M, N)
+
+    def _broadcast_c(self, c: np.ndarray, kind: int, M: int, N: int) -> np.ndarray:
+        shape = {0: (1, 1), 1: (M, 1), 2: (M, 1), 3: (M, N), 4: (1, N)}[kind]
+        c = c[:1] if kind == 0 else c
+        return (c.reshape(shape) * np.float32(self.beta)).astype(np.float32, copy=False)
+
+    def _matrix(self, m: Mat, what: str) -> np.ndarray | None:
+        """An input blob as a 2-D (rows, w) array, the way ncnn's Gemm reads it."""
+        if m.elempack != 1 or m.dims not in (1, 2, 3) or (m.dims == 3 and m.h != 1):
+            log.error(
+                "Gemm %r: %s must be a 1-D, 2-D or (c, 1, w) fp32 blob, got dims %d shape %s",
+                self.name,
+                what,
+                m.dims,
+                m.tensor().shape,
+            )
+            return None
+        t = m.tensor()
+        if m.dims == 1:
+            return t.reshape(1, -1)
+        return t[:, 0, :] if m.dims == 3 else t
+
+    def _input_c(self, m: Mat, M: int, N: int) -> np.ndarray | None:
+        # ncnn tries the shapes in this order, a later match winning (so a length-M vector
+        # is per-N when M == N)
+        kind = None
+        if m.dims == 1 and m.w == 1:
+            kind = 0
+        if m.dims == 1 and m.w == M:
+            kind = 1
+        if m.dims == 1 and m.w == N:
+            kind = 4
+        if m.dims == 2 and m.w == 1 and m.h == M:
+            kind = 2
+        if m.dims == 2 and m.w == N and m.h == M:
+            kind = 3
+        if m.dims == 2 and m.w == N and m.h == 1:
+            kind = 4
+        if kind is None or m.elempack != 1:
+            log.error(
+                "Gemm %r: C of shape %s broadcasts over neither M=%d nor N=%d",
+                self.name,
+                m.tensor().shape,
+                M,
+                N,
+            )
+            return None
+        return self._broadcast_c(m.tensor().reshape(-1), kind, M, N)
+
+    def forward(self, bottom, top, opt) -> int:
+        bottoms = bottom if isinstance(bottom, list) else [bottom]
+        top_blob = top[0] if isinstance(top, list) else top
+        if (self.constantA and self._A is None) or (self.constantB and self._B is None):
+            self._prepare()
+        need = (0 if self.constantA else 1) + (0 if self.constantB else 1)
+        if len(bottoms) < need:
+            log.error("Gemm %r: needs at least %d inputs, got %d", self.name, need, len(bottoms))
+            return -1
+        i = 0
+        if self.constantA:
+            A = self._A
+        else:
+            A = self._matrix(bottoms[i], "A")
+            if A is not None and self.transA:
+                A = A.T
+            i += 1
+        if self.constantB:
+            B = self._B
+        else:
+            B = self._matrix(bottoms[i], "B")
+            if B is not None and self.transB:
+                B = B.T
+            i += 1
+        if A is None or B is None:
+            return -1
+        (M, K), (K2, N) = A.shape, B.shape
+        if K != K2:
+            log.error("Gemm %r: A is %dx%d but B is %dx%d", self.name, M, K, K2, N)
+            return -1
+        C = self._C
+        if not self.constantC and len(bottoms) > i:
+            C = self._input_c(bottoms[i], M, N)
+            if C is None:
+                return -1
+        if C is not None and C.shape != (1, 1) and (C.shape[0] not in (1, M) or C.shape[1] not in (1, N)):
+            log.error("Gemm %r: constant C of shape %s does not fit %dx%d", self.name, C.shape, M, N)
+            return -1
+
+        rows, cols = (N, M) if self.output_transpose else (M, N)
+        if self.output_N1M:
+            top_blob.create(cols, 1, rows, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        else:
+            top_blob.create(cols, rows, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        if top_blob.empty():
+            return -100
+        dst = top_blob.tensor()
+        out = dst[:, 0, :] if self.output_N1M else dst
+        if self.output_transpose:
+            np.matmul(B.T, A.T, out=out)
+            if C is not None:
+                out += C.T
+        else:
+            np.matmul(A, B, out=out)
+            if C is not None:
+                out += C
+        if self.alpha != 1.0:
+            out *= np.float32(self.alpha)
+        return 0
