@@ -181,6 +181,10 @@ class Layer:
             else:
                 setattr(self, p.name, float(p.default) if kind == "float" else int(p.default))
 
+    if TYPE_CHECKING:
+        # declared params (PARAMS) become attributes at run time; tell the type checker
+        def __getattr__(self, name: str) -> Any: ...
+
     # -- loading ---------------------------------------------------------------------
     def load_param(self, pd) -> int:
         if self.PARAMS:

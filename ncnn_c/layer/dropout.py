@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Layer
+from . import Param
+from ._elementwise import Elementwise
 
 
-class Dropout(Layer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.one_blob_only = True
-        self.support_inplace = True
-        self.scale = 1.0
+class Dropout(Elementwise):
+    PARAMS = (Param(0, "scale", 1.0),)
 
-    def load_param(self, pd) -> int:
-        self.scale = float(pd.get(0, 1.0))
-        return 0
-
-    def forward_inplace(self, bottom_top, opt) -> int:
-        if self.scale == 1.0:
-            return 0
-        x = bottom_top.tensor()
-        np.multiply(x, np.float32(self.scale), out=x)
+    def apply(self, x, out) -> int:
+        if self.scale != 1.0:
+            np.multiply(x, np.float32(self.scale), out=out)
+        elif out is not x:
+            np.copyto(out, x)
         return 0

@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Layer
+from . import Param
+from ._elementwise import Elementwise
+from .prelu import leaky
+
+_ZERO = np.float32(0.0)
 
 
-class ReLU(Layer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.one_blob_only = True
-        self.support_inplace = True
-        self.slope = 0.0
+class ReLU(Elementwise):
+    PARAMS = (Param(0, "slope", 0.0),)
 
-    def load_param(self, pd) -> int:
-        self.slope = float(pd.get(0, 0.0))
-        return 0
-
-    def forward_inplace(self, bottom_top, opt) -> int:
-        x = bottom_top.tensor()
+    def apply(self, x, out) -> int:
         if self.slope == 0.0:
-            np.maximum(x, 0.0, out=x)
+            np.maximum(x, _ZERO, out=out)
         else:
-            np.multiply(x, np.float32(self.slope), out=x, where=x < 0)
+            leaky(x, out, np.float32(self.slope))
         return 0

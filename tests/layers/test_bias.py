@@ -1,0 +1,41 @@
+"""Bias: one value per Mat channel (a 1-D or 2-D blob is one channel: bias[0] everywhere)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
+
+PATHS = ("layer", "inplace", "net")
+
+
+@pytest.mark.parametrize("shape", SHAPES_ALL)
+def test_bias(shape):
+    g = rng("bias", shape)
+    c = shape[0] if len(shape) >= 3 else 1
+    x = randn(g, shape)
+    check_layer("Bias", {0: c}, [(randn(g, (c,)), 1)], [x], tol=0.0, paths=PATHS)
+
+
+@pytest.mark.parametrize("shape", [(7,), (5, 6)])
+def test_bias_low_dims_use_the_first_value(shape):
+    g = rng("bias-low", shape)
+    bias = randn(g, (4,))
+    x = randn(g, shape)
+    check_layer("Bias", {0: 4}, [(bias, 1)], [x], tol=0.0, paths=PATHS)
+    ret, (y,) = run_layer("Bias", {0: 4}, [(bias, 1)], [x])
+    assert ret == 0 and np.array_equal(y, x + bias[0])
+
+
+def test_bias_too_few(caplog):
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_layer("Bias", {0: 2}, [(np.ones(2, np.float32), 1)], [np.ones((3, 2, 2), np.float32)])
+    assert ret != 0 and "2 biases for a blob of 3 channels" in caplog.text
+
+
+def test_bias_size_zero(caplog):
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_layer("Bias", {}, [], [np.ones((3, 2, 2), np.float32)])
+    assert ret != 0 and "bias size 0" in caplog.text
