@@ -1,4 +1,8 @@
-"""Concat: join several blobs of the same rank along one axis (param 0, negative from the end)."""
+"""Concat: join blobs of one rank along one axis (param 0, negative from the end).
+
+The axis counts in numpy order (0 is channels for 3-D and 4-D blobs, rows for 2-D ones);
+1-D blobs are joined end to end whatever the axis says, as ncnn does.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,23 @@ import logging
 
 import numpy as np
 
-from . import Layer
+from . import Layer, Param
 
 log = logging.getLogger("ncnn_c")
 
 
 class Concat(Layer):
+    PARAMS = (Param(0, "axis", 0),)
+    axis: int
+
     def __init__(self) -> None:
         super().__init__()
         self.one_blob_only = False
         self.support_inplace = False
-        self.axis = 0
-
-    def load_param(self, pd) -> int:
-        self.axis = pd.get(0, 0)
-        return 0
 
     def forward(self, bottoms, tops, opt) -> int:
         dims = bottoms[0].dims
-        axis = self.axis + dims if self.axis < 0 else self.axis
+        axis = 0 if dims == 1 else (self.axis + dims if self.axis < 0 else self.axis)
         parts = [b.tensor() for b in bottoms]
         if not 0 <= axis < dims or any(b.dims != dims for b in bottoms):
             log.error(

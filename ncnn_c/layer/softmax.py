@@ -1,5 +1,7 @@
 """Softmax along one axis (param 0, negative counts from the end), fp32, in place.
 
+A 1-D blob is normalised whole whatever the axis says, as ncnn does.
+
 Param 1 ``fixbug0``: early ncnn treated the axis of 3-D blobs wrongly; ncnn refuses to
 load a non-zero axis unless the converter marked the param file as fixed (1=1), and so
 do we, rather than reproduce the old wrong result.
@@ -11,22 +13,23 @@ import logging
 
 import numpy as np
 
-from . import Layer
+from . import Layer, Param
 
 log = logging.getLogger("ncnn_c")
 
 
 class Softmax(Layer):
+    PARAMS = (Param(0, "axis", 0), Param(1, "fixbug0", 0))
+    axis: int
+    fixbug0: int
+
     def __init__(self) -> None:
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = True
-        self.axis = 0
 
-    def load_param(self, pd) -> int:
-        self.axis = pd.get(0, 0)
-        fixbug0 = pd.get(1, 0)
-        if fixbug0 == 0 and self.axis != 0:
+    def check_params(self) -> int:
+        if self.fixbug0 == 0 and self.axis != 0:
             log.error(
                 "Softmax %r: axis %d without fixbug0=1 is from a too old converter, regenerate the param",
                 self.name,
@@ -38,7 +41,7 @@ class Softmax(Layer):
     def forward_inplace(self, bottom_top, opt) -> int:
         x = bottom_top.tensor()
         dims = bottom_top.dims
-        axis = self.axis + dims if self.axis < 0 else self.axis
+        axis = 0 if dims == 1 else (self.axis + dims if self.axis < 0 else self.axis)
         if not 0 <= axis < dims:
             log.error("Softmax %r: axis %d out of range for a %d-D blob", self.name, self.axis, dims)
             return -1
