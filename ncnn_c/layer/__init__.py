@@ -145,6 +145,18 @@ class Layer:
     # the parameter table (see Param); subclasses list theirs
     PARAMS: ClassVar[tuple[Param, ...]] = ()
 
+    # attributes of every layer that a param must not shadow (a param "type" would rename the layer)
+    _RESERVED: ClassVar[frozenset[str]] = frozenset(
+        ("type", "typeindex", "name", "bottoms", "tops", "featmask", "vkdev", "userdata", "one_blob_only",
+         "support_inplace", "support_vulkan", "support_packing", "bottom_shapes", "top_shapes")
+    )  # fmt: skip
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        clash = [p.name for p in cls.PARAMS if p.name in Layer._RESERVED or p.name.startswith("support_")]
+        if clash:
+            raise TypeError(f"{cls.__name__}.PARAMS: names {clash} would shadow Layer attributes")
+
     def __init__(self) -> None:
         self.one_blob_only = False
         self.support_inplace = False
