@@ -179,54 +179,8 @@ def test_convolution_exhaustive(kernel, pads, bias):
 
 
 # -- Pooling -------------------------------------------------------------------------------------
-def pool_case(params, shape=(3, 11, 13), seed=0):
-    x = randn(rng("pool", sorted(params.items()), shape, seed), shape)
-    return check_layer("Pooling", params, [], [x], tol=TOL)
-
-
-@pytest.mark.parametrize("include_pad", [0, 1])
-@pytest.mark.parametrize("pad_mode", [0, 1, 2, 3])
-@pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
-def test_pooling_pad_modes(ptype, pad_mode, include_pad):
-    # explicit asymmetric pads exercise the tail padding of mode 0 and the counted region
-    pool_case({0: ptype, 1: 3, 2: 2, 3: 1, 14: 0, 13: 2, 15: 1, 5: pad_mode, 6: include_pad})
-    pool_case({0: ptype, 1: 2, 11: 3, 2: 3, 12: 2, 5: pad_mode, 6: include_pad}, shape=(2, 10, 7))
-
-
-def test_pooling_squeezenet_form():
-    # SqueezeNet's pool1/3/5: max 3x3 stride 2 with full padding
-    pool_case({1: 3, 2: 2}, shape=(64, 113, 113))
-    pool_case({0: 1, 4: 1}, shape=(1000, 16, 16))
-
-
-@pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
-@pytest.mark.parametrize("shape", [(5, 7, 9), (4, 13, 13), (6, 8)], ids=str)
-def test_pooling_global(ptype, shape):
-    pool_case({0: ptype, 4: 1}, shape=shape)
-
-
-@pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
-@pytest.mark.parametrize("out", [(3, 2), (4, -233), (-233, -233), (1, 1), (6, 5), (13, 11)], ids=str)
-def test_pooling_adaptive(ptype, out):
-    pool_case({0: ptype, 7: 1, 8: out[0], 18: out[1]})
-
-
-def test_pooling_empty_window_gives_nan_like_ncnn():
-    # a window that lies wholly in the padding has no counted cell: ncnn gives 0/0
-    pool_case({0: 1, 1: 2, 2: 1, 3: 1, 14: 0, 13: 2, 15: 1, 5: 1}, shape=(2, 4, 5))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("pad_mode", [0, 1, 2, 3])
-@pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
-def test_pooling_exhaustive(ptype, pad_mode):
-    pads_forms = [(0, 0, 0, 0), (1, 1, 1, 1), (1, 0, 2, 1), (2, 1, 0, 2)]
-    for k, s, include, pads in itertools.product((1, 2, 3, 4), (1, 2, 3), (0, 1), pads_forms):
-        if max(pads) >= k:
-            continue
-        p = {0: ptype, 1: k, 11: max(1, k - 1), 2: s, 12: max(1, s - 1), 5: pad_mode, 6: include}
-        p.update({3: pads[0], 14: pads[1], 13: pads[2], 15: pads[3]})
-        pool_case(p, shape=(3, 10, 11))
+# (the Pooling layer's own tests are in tests/layers/test_pooling.py; the SAME-padding cases
+# below share their negative-pad geometry with Convolution)
 
 
 def test_same_padding_kernel_smaller_than_stride():

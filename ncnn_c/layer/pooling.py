@@ -6,6 +6,10 @@ compute TensorFlow/ONNX SAME pads. For average pooling without count_include_pad
 divisor counts the cells inside [pad_top, h + pad_top) x [pad_left, w + pad_left) of the
 padded input, where the pads are the layer's params — so in modes 2/3 the computed SAME
 pads are counted as real cells, as ncnn does.
+
+Adaptive pooling gives output cell i the input span [floor(i*n/out), ceil((i+1)*n/out)),
+as ncnn (and PyTorch) do; the spans are taken tap by tap over gathered rows and columns,
+separably, since both max and sum separate. A 2-D blob pools as one channel.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import math
 
 import numpy as np
 
-from . import Layer
+from ..mat import Mat
+from . import Layer, Param
 from .convolution import copy_make_border, same_border
 
 log = logging.getLogger("ncnn_c")
@@ -34,37 +39,107 @@ def _tail_pad(extent: int, stride: int) -> int:
     return stride - tail if tail else 0
 
 
+def _adaptive_spans(n: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    i = np.arange(out)
+    return n * i // out, -(-n * (i + 1) // out)
+
+
+def _adaptive_reduce(x: np.ndarray, axis: int, out: int, is_max: bool) -> np.ndarray:
+    """Reduce ``axis`` of x (c, h, w) to ``out`` adaptive spans: max, or sum / span length."""
+    n = x.shape[axis]
+    start, stop = _adaptive_spans(n, out)
+    length = stop - start
+    acc = None
+    for k in range(int(length.max())):
+        valid = start + k < stop
+        # past its span a cell re-reads its last element: harmless for max, masked for sum
+        tap = np.take(x, np.minimum(start + k, stop - 1), axis=axis)
+        if not is_max and not valid.all():
+            shape = [1, 1, 1]
+            shape[axis] = out
+            tap = tap * valid.reshape(shape)
+        if acc is None:
+            acc = tap
+        elif is_max:
+            np.maximum(acc, tap, out=acc)
+        else:
+            acc += tap
+    assert acc is not None
+    if not is_max:
+        shape = [1, 1, 1]
+        shape[axis] = out
+        acc /= length.astype(np.float32).reshape(shape)
+    return acc
+
+
 class Pooling(Layer):
+    # set by load_param from PARAMS; declared for the type checker
+    pooling_type: int
+    kernel_w: int
+    stride_w: int
+    pad_left: int
+    global_pooling: int
+    pad_mode: int
+    avgpool_count_include_pad: int
+    adaptive_pooling: int
+    out_w: int
+    kernel_h: int
+    stride_h: int
+    pad_top: int
+    pad_right: int
+    pad_bottom: int
+    out_h: int
+
+    PARAMS = (
+        Param(0, "pooling_type", 0),
+        Param(1, "kernel_w", 0),
+        Param(2, "stride_w", 1),
+        Param(3, "pad_left", 0),
+        Param(4, "global_pooling", 0),
+        Param(5, "pad_mode", 0),
+        Param(6, "avgpool_count_include_pad", 0),
+        Param(7, "adaptive_pooling", 0),
+        Param(8, "out_w", 0),
+        Param(11, "kernel_h", "kernel_w"),
+        Param(12, "stride_h", "stride_w"),
+        Param(13, "pad_top", "pad_left"),
+        Param(14, "pad_right", "pad_left"),
+        Param(15, "pad_bottom", "pad_top"),
+        Param(18, "out_h", "out_w"),
+    )
+
     def __init__(self) -> None:
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
 
-    def load_param(self, pd) -> int:
-        self.pooling_type = pd.get(0, 0)
-        self.kernel_w = pd.get(1, 0)
-        self.stride_w = pd.get(2, 1)
-        self.pad_left = pd.get(3, 0)
-        self.global_pooling = pd.get(4, 0)
-        self.pad_mode = pd.get(5, 0)
-        self.avgpool_count_include_pad = pd.get(6, 0)
-        self.adaptive_pooling = pd.get(7, 0)
-        self.out_w = pd.get(8, 0)
-        self.kernel_h = pd.get(11, self.kernel_w)
-        self.stride_h = pd.get(12, self.stride_w)
-        self.pad_top = pd.get(13, self.pad_left)
-        self.pad_right = pd.get(14, self.pad_left)
-        self.pad_bottom = pd.get(15, self.pad_top)
-        self.out_h = pd.get(18, self.out_w)
+    def check_params(self) -> int:
         if self.pooling_type not in (0, 1):
             log.error("Pooling %r: unknown pooling_type %d", self.name, self.pooling_type)
             return -1
         if self.pad_mode not in (0, 1, 2, 3):
             log.error("Pooling %r: unknown pad_mode %d", self.name, self.pad_mode)
             return -1
+        if self.global_pooling:
+            return 0
+        if self.adaptive_pooling:
+            if (self.out_w <= 0 and self.out_w != -233) or (self.out_h <= 0 and self.out_h != -233):
+                log.error("Pooling %r: bad adaptive output size %dx%d", self.name, self.out_w, self.out_h)
+                return -1
+            return 0
+        if min(self.kernel_w, self.kernel_h, self.stride_w, self.stride_h) <= 0:
+            log.error(
+                "Pooling %r: kernel %dx%d and stride %dx%d must be positive",
+                self.name,
+                self.kernel_w,
+                self.kernel_h,
+                self.stride_w,
+                self.stride_h,
+            )
+            return -1
         return 0
 
-    def forward(self, bottom, top, opt) -> int:
+    def forward(self, bottom: Mat, top: Mat, opt) -> int:
         if bottom.elempack != 1 or bottom.dims not in (2, 3):
             log.error(
                 "Pooling %r: needs a 2-D or 3-D fp32 blob with elempack 1, got dims %d elempack %d",
@@ -77,25 +152,33 @@ class Pooling(Layer):
         if x.ndim == 2:
             # ncnn pools a 2-D blob as one channel and gives a 3-D (or global: 1-D) result
             x = x[None]
+        c, h, w = x.shape
         is_max = self.pooling_type == 0
         if self.global_pooling:
-            out = (
-                x.max(axis=(1, 2))
-                if is_max
-                else x.sum(axis=(1, 2), dtype=np.float32) / np.float32(x.shape[1] * x.shape[2])
-            )
-        elif self.adaptive_pooling:
-            out = self._adaptive(x, is_max)
-        else:
-            out = self._windowed(x, is_max, opt)
-            if out is None:
-                return -1
-        # Mat.create takes w, h, c: the numpy shape reversed
-        top.create(*out.shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
-        if top.empty():
-            return -100
-        top.tensor()[...] = out
-        return 0
+            top.create(c, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+            if top.empty():
+                return -100
+            dst = top.tensor()
+            if is_max:
+                np.max(x, axis=(1, 2), out=dst)
+            else:
+                np.sum(x, axis=(1, 2), dtype=np.float32, out=dst)
+                dst /= np.float32(h * w)
+            return 0
+        if self.adaptive_pooling:
+            out_h = h if self.out_h == -233 else self.out_h
+            out_w = w if self.out_w == -233 else self.out_w
+            if (out_h, out_w) == (h, w):
+                # ncnn passes the blob through, so a 2-D input stays 2-D here
+                top.share_from(bottom)
+                return 0
+            top.create(out_w, out_h, c, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+            if top.empty():
+                return -100
+            rows = _adaptive_reduce(x, 1, out_h, is_max)
+            top.tensor()[...] = _adaptive_reduce(rows, 2, out_w, is_max)
+            return 0
+        return self._windowed(x, top, is_max, opt)
 
     def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
         """(top, bottom, left, right) padding for the input size, per pad_mode."""
@@ -110,20 +193,20 @@ class Pooling(Layer):
             )
         return t, b, l, r
 
-    def _windowed(self, x: np.ndarray, is_max: bool, opt=None) -> np.ndarray | None:
+    def _windowed(self, x: np.ndarray, top: Mat, is_max: bool, opt) -> int:
         c, h, w = x.shape
         kh, kw, sh, sw = self.kernel_h, self.kernel_w, self.stride_h, self.stride_w
         t, b, l, r = self._pads(h, w)
-        _ws, xp = copy_make_border(x, t, b, l, r, -FLT_MAX if is_max else 0.0, opt)
-        hp, wp = xp.shape[1:]
+        hp, wp = h + t + b, w + l + r
         outh = (hp - kh) // sh + 1
         outw = (wp - kw) // sw + 1
         if outh <= 0 or outw <= 0:
             log.error(
                 "Pooling %r: input %dx%d (padded) is smaller than the kernel %dx%d", self.name, wp, hp, kw, kh
             )
-            return None
+            return -1
         exclude_pad = not is_max and not self.avgpool_count_include_pad
+        y0, y1, x0, x1 = t, t + h, l, l + w
         if exclude_pad:
             # the cells that count are those inside the layer's own pads, not the extra tail
             # of pad_mode 0; in modes 2/3 that region need not be the input (module docstring)
@@ -131,48 +214,48 @@ class Pooling(Layer):
             tail_w = wp - w - self.pad_left - self.pad_right if self.pad_mode == 0 else 0
             y0, y1 = self.pad_top, hp - self.pad_bottom - tail_h
             x0, x1 = self.pad_left, wp - self.pad_right - tail_w
-            if (y0, y1, x0, x1) != (t, t + h, l, l + w):
-                # real cells outside the counted region are left out of the sum as well
-                xp = xp.copy() if xp is x else xp
-                xp[:, : max(y0, 0)] = 0.0
-                xp[:, max(y1, 0) :] = 0.0
-                xp[:, :, : max(x0, 0)] = 0.0
-                xp[:, :, max(x1, 0) :] = 0.0
-        # one vectorised pass per kernel tap (kh*kw passes over strided views)
-        acc = None
-        for ky in range(kh):
-            for kx in range(kw):
-                tap = xp[:, ky : ky + sh * (outh - 1) + 1 : sh, kx : kx + sw * (outw - 1) + 1 : sw]
-                if acc is None:
-                    acc = tap.copy()
-                elif is_max:
-                    np.maximum(acc, tap, out=acc)
-                else:
-                    acc += tap
+        top.create(outw, outh, c, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        if top.empty():
+            return -100
+        acc = top.tensor()
+        self._taps(x, acc, (t, b, l, r), (y0, y1, x0, x1), is_max, opt)
         if is_max:
-            return acc
+            return 0
         if not exclude_pad:
-            return acc / np.float32(kh * kw)
+            acc /= np.float32(kh * kw)
+            return 0
         rows = _overlap(np.arange(outh) * sh, kh, y0, y1)
         cols = _overlap(np.arange(outw) * sw, kw, x0, x1)
         area = (rows[:, None] * cols[None, :]).astype(np.float32)
         # a window wholly outside the region gives 0/0 = nan, as in ncnn
         with np.errstate(invalid="ignore", divide="ignore"):
-            return acc / area
+            acc /= area
+        return 0
 
-    def _adaptive(self, x: np.ndarray, is_max: bool) -> np.ndarray:
-        c, h, w = x.shape
-        out_h = h if self.out_h == -233 else self.out_h
-        out_w = w if self.out_w == -233 else self.out_w
-        out = np.empty((c, out_h, out_w), dtype=np.float32)
-        # window i covers [floor(i*h/out_h), ceil((i+1)*h/out_h)), as PyTorch's adaptive pooling
-        for i in range(out_h):
-            y0, y1 = i * h // out_h, -(-(i + 1) * h // out_h)
-            for j in range(out_w):
-                x0, x1 = j * w // out_w, -(-(j + 1) * w // out_w)
-                win = x[:, y0:y1, x0:x1]
-                if is_max:
-                    out[:, i, j] = win.max(axis=(1, 2))
+    def _taps(self, x, acc, pads, region, is_max: bool, opt) -> None:
+        """Max / sum of the window taps into ``acc``: one vectorised pass per kernel tap over
+        strided views of the bordered input (cheaper than per-tap sub-ranges of the unpadded
+        input, measured: the border copy is small next to the kh*kw strided passes)."""
+        t, b, l, r = pads
+        y0, y1, x0, x1 = region
+        _ws, xp = copy_make_border(x, t, b, l, r, -FLT_MAX if is_max else 0.0, opt)
+        if (y0, y1, x0, x1) != (t, t + x.shape[1], l, l + x.shape[2]):
+            # real cells outside the counted region are left out of the sum as well
+            xp = xp.copy() if xp is x else xp
+            xp[:, : max(y0, 0)] = 0.0
+            xp[:, max(y1, 0) :] = 0.0
+            xp[:, :, : max(x0, 0)] = 0.0
+            xp[:, :, max(x1, 0) :] = 0.0
+        outh, outw = acc.shape[1:]
+        sh, sw = self.stride_h, self.stride_w
+        first = True
+        for ky in range(self.kernel_h):
+            for kx in range(self.kernel_w):
+                tap = xp[:, ky : ky + sh * (outh - 1) + 1 : sh, kx : kx + sw * (outw - 1) + 1 : sw]
+                if first:
+                    acc[...] = tap
+                    first = False
+                elif is_max:
+                    np.maximum(acc, tap, out=acc)
                 else:
-                    out[:, i, j] = win.sum(axis=(1, 2), dtype=np.float32) / np.float32((y1 - y0) * (x1 - x0))
-        return out
+                    np.add(acc, tap, out=acc)
