@@ -107,23 +107,19 @@ def _param_kind(p: Param, table: dict[str, Param]) -> str:
 def read_array_param(pd, pid: int, kind: str) -> np.ndarray:
     """An array param as numpy (int32 for ``"ints"``, float32 for ``"floats"``); empty if absent.
 
-    ParamDict stores int arrays as int32 bit patterns in a float Mat (as ncnn does) and text
-    float arrays as floats; an array typed the other way is converted by value.
+    ncnn keeps array params as raw 32-bit words and a layer reads them as the type it wants,
+    so the bits are reinterpreted, never converted: models rely on it (YOLOv3 masks are written
+    as the int bit patterns of floats, ``1077936128`` meaning 3.0).
     """
     from ..mat import Mat
 
     m = pd.get(pid, Mat())
     if m is None or m.empty():
         return np.zeros(0, np.int32 if kind == "ints" else np.float32)
-    raw = np.asarray(m.tensor()).ravel()
-    t = pd.type(pid)
-    if kind == "ints":
-        if t == 6:  # written with floats: take the values
-            return raw.astype(np.float32).astype(np.int32)
-        return raw.view(np.int32).copy() if raw.dtype == np.float32 else raw.astype(np.int32)
-    if t == 5:  # written with ints: take the values
-        return raw.view(np.int32).astype(np.float32) if raw.dtype == np.float32 else raw.astype(np.float32)
-    return raw.astype(np.float32, copy=True)
+    raw = np.ascontiguousarray(np.asarray(m.tensor()).ravel())
+    if raw.dtype.itemsize != 4:
+        raw = raw.astype(np.float32)
+    return raw.view(np.int32 if kind == "ints" else np.float32).copy()
 
 
 def load_params(layer, pd, params) -> None:
