@@ -14,12 +14,14 @@ their FNV-1a hashes, each SPIR-V entry by two more hashes. The layout is documen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
 import struct
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import NcnnError
@@ -765,6 +767,69 @@ def _fsync_dir(path) -> None:
         os.fsync(fd)
     except OSError:
         pass  # some filesystems cannot fsync a directory; the rename itself already happened
+    finally:
+        os.close(fd)
+
+
+def check_target(path) -> None:
+    """Raise OSError unless ``path`` is missing or a regular file (or a symlink to one).
+
+    ``write_atomic`` checks the same; merging savers call it first, before they create a lock
+    file next to a target that must be left alone (``/dev/null.lock`` would be a new file).
+    """
+    path = os.fsdecode(os.fspath(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"writing {path!r} refused: it is {_file_kind(st.st_mode)}, not a regular file")
+
+
+LOCK_TIMEOUT = 60.0
+
+
+def lock_path(path) -> str:
+    """The advisory lock file of a cache path: ``<path>.lock``, created on first use and never removed.
+
+    Never removed because removing it would let two writers lock two different inodes.
+    """
+    return os.fsdecode(os.fspath(path)) + ".lock"
+
+
+@contextlib.contextmanager
+def locked(path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<path>.lock`` (serialises merging writers of ``path``).
+
+    Works between processes and between threads of one process (each call opens its own file
+    description). Polls instead of blocking so that a writer stuck while holding the lock
+    makes the others fail after ``timeout`` seconds (OSError) rather than hang forever. The
+    lock goes away with its holder, so a killed writer never leaves the cache locked.
+    """
+    import fcntl
+
+    lp = lock_path(path)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(lp, flags | getattr(os, "O_NONBLOCK", 0), 0o666)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"lock file {lp!r} is {_file_kind(st.st_mode)}, not a regular file")
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise OSError(f"timed out after {timeout:g} s waiting for the lock {lp!r}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 

@@ -13,7 +13,9 @@ Three layers, as seed 000 describes:
   merged back on load.
 
 ``save_cache`` / ``load_cache`` move the last two through ``cachefile`` (format and
-validation live there). Any load failure rejects the whole file and leaves this object
+validation live there); without a target they use the per-user default file, and
+``save_cache(..., merge=True)`` merges with the cache already there under a file lock
+(``docs/cache-stores.md``). Any load failure rejects the whole file and leaves this object
 exactly as it was; a rejected cache is a cache miss, never an error for the application.
 """
 
@@ -151,6 +153,7 @@ class PipelineCache:
                 "driver_blob_bytes",
                 "last_load_bytes",
                 "last_save_bytes",
+                "last_save_spirv_entries",
             ),
             0,
         )
@@ -353,12 +356,26 @@ class PipelineCache:
 
     # -- persistence -------------------------------------------------------------------
 
-    def load_cache(self, src) -> int:
+    def default_path(self) -> str:
+        """``<default_cache_dir()>/<device_key>.vkcache``: where ``load_cache()``/``save_cache()`` go without a target."""
+        from ..cachestore import default_cache_dir, device_key
+
+        return os.path.join(default_cache_dir(), device_key(self.vkdev) + ".vkcache")
+
+    def load_cache(
+        self, src=None, *, rejection_log_level: int = logging.ERROR, source_name: str | None = None
+    ) -> int:
         """Load a cache file (bytes-like, path or binary file object); 0 on success.
 
-        Any failure rejects the whole file, is logged, and leaves the cache unchanged.
+        Without ``src`` the per-user default file (``default_path()``) is read. Any failure
+        rejects the whole file, is logged (a missing file at INFO, other rejections at
+        ``rejection_log_level``), and leaves the cache unchanged. ``source_name`` names the
+        source in those lines (a store names its entry).
         """
+        what = source_name
         try:
+            if src is None:
+                src = self.default_path()
             data = cachefile.read_source(src)
             infos: dict[bytes, ShaderInfo] = {}
 
@@ -394,7 +411,7 @@ class PipelineCache:
                 self._last_load_error = None
             for _entry, reason in stale:
                 log.warning(
-                    "PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", _describe(src), reason
+                    "PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", what or _describe(src), reason
                 )
             return 0
         except cachefile.CacheMissing as e:
@@ -404,48 +421,140 @@ class PipelineCache:
             return -1
         except cachefile.CacheRejected as e:
             self._last_load_error = str(e)
-            log.error("PipelineCache.load_cache: rejected %s: %s", _describe(src), e)
+            log.log(
+                rejection_log_level, "PipelineCache.load_cache: rejected %s: %s", what or _describe(src), e
+            )
             return -1
         except Exception as e:  # never let a cache problem break the application
             self._last_load_error = f"{type(e).__name__}: {e}"
-            log.error("PipelineCache.load_cache: rejected %s: %s", _describe(src), self._last_load_error)
+            log.log(
+                rejection_log_level,
+                "PipelineCache.load_cache: rejected %s: %s",
+                what or _describe(src),
+                self._last_load_error,
+            )
             return -1
 
-    def save_cache(self, dst) -> int:
-        """Write SPIR-V entries and the driver blob to a bytearray, path (atomic) or file object; 0 on success."""
+    def save_cache(self, dst=None, merge: bool = False) -> int:
+        """Write SPIR-V entries and the driver blob to a bytearray, path (atomic) or file object; 0 on success.
+
+        Without ``dst`` the per-user default file (``default_path()``) is written, its
+        directory created. With ``merge`` (a path or a bytearray; ignored for a file object,
+        which cannot be read back), the cache already there is merged with ours instead of
+        replaced: for a path under an advisory lock on ``<path>.lock``, so that processes
+        running different models build one shared file (see ``docs/cache-stores.md``).
+        """
         try:
-            identity = self._identity()
-            with self._lock:
-                entries = [
-                    cachefile.SpirvEntry(compiler.shader_id(index), opt_bits, rec.source_hash, rec.spirv)
-                    for (index, opt_bits), rec in sorted(self._spirv.items())
-                    # an entry of a shader edited since it was compiled would make the file stale
-                    if rec.source_hash == compiler.shader_source_hash(index)
-                ]
-                blob = b""
-                if in_forked_child():
-                    # the driver cache is the parent's: save what is only bytes (the SPIR-V)
-                    log.warning("PipelineCache.save_cache: forked child: saving without the driver blob")
-                elif self._vk_pipeline_cache is not None and not self._bug_online_cache:
-                    blob = _vkp.get_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache)
-            if blob:
-                try:
-                    cachefile.validate_driver_blob(
-                        blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
-                    )
-                except cachefile.CacheRejected as e:
-                    # A blob we would reject on load is worthless; keep the SPIR-V part.
-                    log.warning("PipelineCache.save_cache: dropping the driver blob: %s", e)
-                    blob = b""
-            data = cachefile.encode(identity, entries, blob)
-            cachefile.write_target(dst, data)
-            with self._lock:
-                self._stats["driver_blob_bytes"] = len(blob)
-                self._stats["last_save_bytes"] = len(data)
+            if dst is None:
+                dst = self.default_path()
+                os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
+            if merge and isinstance(dst, (str, os.PathLike)):
+                # refused before the lock file is created next to a device node or FIFO
+                cachefile.check_target(dst)
+                with cachefile.locked(dst):
+                    try:
+                        old: bytes | None = cachefile.read_source(dst)
+                    except cachefile.CacheMissing:
+                        old = None
+                    data = self._encode(old, dst)
+                    cachefile.write_atomic(dst, data)
+            elif merge and isinstance(dst, bytearray):
+                data = self._encode(bytes(dst) if dst else None, dst)
+                dst[:] = data
+            else:
+                data = self._encode(None, dst)
+                cachefile.write_target(dst, data)
             return 0
         except Exception as e:
             log.error("PipelineCache.save_cache: cannot save to %s: %s", _describe(dst), e)
             return -1
+
+    def _old_cache(self, old: bytes, identity: cachefile.Identity, dst) -> tuple[list, bytes]:
+        """Entries and blob of the cache a merging save would replace; nothing if it is unusable here."""
+        stale: list = []
+        try:
+            # resolve as load_cache does: an entry it would refuse must not enter our file
+            entries, blob = cachefile.decode(
+                old, identity, compiler.source_hash_by_id, resolve_shader_info, stale
+            )
+        except cachefile.CacheRejected as e:
+            # another device's, another version's or a corrupt file: ours replaces it
+            log.info("PipelineCache.save_cache: %s: not merging the cache there: %s", _describe(dst), e)
+            return [], b""
+        if stale:
+            log.info(
+                "PipelineCache.save_cache: %s: dropping %d stale SPIR-V entries", _describe(dst), len(stale)
+            )
+        return entries, blob
+
+    def _encode(self, old: bytes | None, dst) -> bytes:
+        """The file bytes of this cache, merged with the cache file ``old`` when given."""
+        identity = self._identity()
+        old_entries: list = []
+        old_blob = b""
+        if old is not None:
+            old_entries, old_blob = self._old_cache(old, identity, dst)
+        # Our entries win on equal keys; both sides hold current sources only (ours are
+        # filtered below, theirs by decode's stale list), so no stale entry survives a merge.
+        merged: dict[tuple[int, int], cachefile.SpirvEntry] = {
+            (e.shader_id, e.opt_bits): e for e in old_entries
+        }
+        with self._lock:
+            for (index, opt_bits), rec in self._spirv.items():
+                # an entry of a shader edited since it was compiled would make the file stale
+                if rec.source_hash == compiler.shader_source_hash(index):
+                    sid = compiler.shader_id(index)
+                    merged[(sid, opt_bits)] = cachefile.SpirvEntry(sid, opt_bits, rec.source_hash, rec.spirv)
+            blob = b""
+            if in_forked_child():
+                # the driver cache is the parent's: save what is only bytes; a valid blob
+                # already in the file is this device's and stays
+                log.warning("PipelineCache.save_cache: forked child: saving without our driver blob")
+                blob = old_blob if not self._bug_online_cache else b""
+            elif self._vk_pipeline_cache is not None and not self._bug_online_cache:
+                blob = self._driver_blob(old_blob)
+        if blob:
+            try:
+                cachefile.validate_driver_blob(
+                    blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
+                )
+            except cachefile.CacheRejected as e:
+                # A blob we would reject on load is worthless; keep the SPIR-V part.
+                log.warning("PipelineCache.save_cache: dropping the driver blob: %s", e)
+                blob = b""
+        entries = [merged[k] for k in sorted(merged)]
+        data = cachefile.encode(identity, entries, blob)
+        with self._lock:
+            self._stats["driver_blob_bytes"] = len(blob)
+            self._stats["last_save_bytes"] = len(data)
+            self._stats["last_save_spirv_entries"] = len(entries)
+        return data
+
+    def _driver_blob(self, old_blob: bytes) -> bytes:
+        """Our driver cache data, as a superset of ``old_blob`` when there is one (caller holds the lock).
+
+        The driver alone knows what its blob holds, so the union is built by the driver: a
+        temporary VkPipelineCache created from the old blob, our cache merged into it
+        (vkMergePipelineCaches), its data read back. Our own VkPipelineCache is only a
+        source of the merge and is left as it was. A driver that refuses the old blob (it
+        may silently start empty instead) still yields at least our pipelines.
+        """
+        ours = _vkp.get_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache)
+        if not old_blob or old_blob == ours:
+            return ours
+        try:
+            tmp = _vkp.create_pipeline_cache(self.vkdev, old_blob)
+        except NcnnError as e:
+            log.info("PipelineCache.save_cache: the driver refused the existing blob (%s): keeping ours", e)
+            return ours
+        try:
+            _merge_pipeline_caches(self.vkdev, tmp, self._vk_pipeline_cache)
+            return _vkp.get_pipeline_cache_data(self.vkdev, tmp)
+        except NcnnError as e:
+            log.info("PipelineCache.save_cache: merging driver blobs failed (%s): keeping ours", e)
+            return ours
+        finally:
+            _vkp.destroy_pipeline_cache(self.vkdev, tmp)
 
     @property
     def last_error(self) -> str | None:
@@ -462,6 +571,14 @@ class PipelineCache:
 
     def __repr__(self) -> str:
         return f"<PipelineCache device {self.device_index} artifacts={len(self._artifacts)} spirv={len(self._spirv)}>"
+
+
+def _merge_pipeline_caches(vkdev, dst, src) -> None:
+    # vkMergePipelineCaches of two live caches (_vk_pipeline only merges bytes into a cache)
+    from . import _vk
+
+    srcs = _vk.ffi.new("VkPipelineCache[1]", [src])
+    _vk.check(_vkp._lib().vkMergePipelineCaches(_vkp._dev(vkdev), dst, 1, srcs), "vkMergePipelineCaches")
 
 
 def _spirv_bytes(spirv) -> bytes:
