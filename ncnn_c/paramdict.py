@@ -31,7 +31,7 @@ _INT32 = struct.Struct("<i")
 
 
 def _mat_class():
-    # mat.py imports nothing from here; importing lazily keeps scalar-only use light.
+    # ncnn_c.mat imports nothing from here; importing lazily keeps scalar-only use light.
     from .mat import Mat
 
     return Mat
@@ -171,7 +171,13 @@ class ParamDict:
             self._check_id(key, key_s)
             if not val:
                 raise ModelFormatError(f"param {key_s} has no value")
-            if "," in val:
+            if val[0] == '"':
+                # a quoted string may hold commas (shape expressions: 6="0w,*(0h,2)")
+                s = val[1:-1] if len(val) >= 2 and val[-1] == '"' else val[1:]
+                if len(s) > _MAX_STRING_LEN:
+                    raise ModelFormatError(f"param {key_s}: string longer than {_MAX_STRING_LEN}")
+                self._params[key] = (7, s)
+            elif "," in val:
                 # modern form: an array written without its count
                 self._params[key] = _number_array(val.split(","), f"param {key_s}")
             elif val[0].isalpha() or val[0] == '"':

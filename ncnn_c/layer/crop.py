@@ -9,6 +9,12 @@
   rank, c) at the param offsets; or, when ``woffset`` is -233, the reference blob holds the
   offsets and sizes as int32 values (woffset hoffset [doffset] coffset outw outh [outd] outc).
 
+The numpy-style lists may also be string expressions over the input shapes (see
+_expression.py): ``starts_expr`` / ``ends_expr`` / ``axes_expr`` (params 19-21), evaluated per
+forward; they take over when both starts_expr and ends_expr are set. An empty axes_expr means
+every axis in order (ncnn reads an empty stack there). An expression naming a second input
+makes the layer take all its bottoms.
+
 A box that leaves the blob, or is empty, is an error (ncnn reads out of bounds there).
 """
 
@@ -20,6 +26,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._expression import ExpressionError, ShapeExpression
 from .reshape import numpy_shape
 
 log = logging.getLogger("ncnn_c")
@@ -67,31 +74,83 @@ class Crop(Layer):
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
+        self.starts_expr = ""
+        self.ends_expr = ""
+        self.axes_expr = ""
+        # compiled starts / ends / axes expressions, set when both starts_expr and ends_expr are
+        self._exprs: tuple[ShapeExpression, ShapeExpression, ShapeExpression | None] | None = None
+
+    def load_param(self, pd) -> int:
+        # the expression params (ids 19-21) are strings, which the Param table does not carry
+        self.starts_expr = str(pd.get(19, ""))
+        self.ends_expr = str(pd.get(20, ""))
+        self.axes_expr = str(pd.get(21, ""))
+        return super().load_param(pd)
 
     def numpy_style(self) -> bool:
-        return bool(self.starts.size and self.ends.size)
+        return bool(self.starts.size and self.ends.size) or self._exprs is not None
+
+    def _check_exprs(self) -> int | None:
+        """Compile the expression params; the most inputs they name (None, logged, on error)."""
+        self._exprs = None
+        compiled: dict[str, ShapeExpression] = {}
+        for key in ("starts_expr", "ends_expr", "axes_expr"):
+            text = getattr(self, key)
+            if not text:
+                continue
+            try:
+                compiled[key] = ShapeExpression(text)
+            except ExpressionError as e:
+                log.error("Crop %r: %s: %s", self.name, key, e)
+                return None
+        if "starts_expr" in compiled and "ends_expr" in compiled:
+            axes = compiled.get("axes_expr")
+            if axes is not None and axes.n_results > 4:
+                log.error("Crop %r: axes_expr gives %d axes, at most 4", self.name, axes.n_results)
+                return None
+            self._exprs = (compiled["starts_expr"], compiled["ends_expr"], axes)
+        return max((e.blob_count for e in compiled.values()), default=0)
 
     def check_params(self) -> int:
+        refs = self._check_exprs()
+        if refs is None:
+            return -1
         sizes = (self.outw, self.outh, self.outd, self.outc)
         far = (self.woffset2, self.hoffset2, self.doffset2, self.coffset2)
         # nothing says how big the box is: it comes from a reference blob
-        self.one_blob_only = any(sizes) or any(far) or self.numpy_style()
+        self.one_blob_only = (any(sizes) or any(far) or self.numpy_style()) and refs <= 1
         if self.axes.size > 4:
             log.error("Crop %r: %d axes, at most 4", self.name, self.axes.size)
             return -1
         return 0
 
+    def _eval_exprs(self, bottoms: list[Mat]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """starts, ends, axes from the expressions for these inputs (None, logged, on error)."""
+        assert self._exprs is not None
+        out = []
+        for key, expr in zip(("starts_expr", "ends_expr", "axes_expr"), self._exprs, strict=True):
+            try:
+                vals = expr.evaluate(bottoms) if expr is not None else []
+            except ExpressionError as e:
+                log.error("Crop %r: %s: %s", self.name, key, e)
+                return None
+            out.append(np.asarray(vals, dtype=np.int32))
+        return out[0], out[1], out[2]
+
     # -- the box: per numpy axis (c, d, h, w of the input's rank), (offset, size) ---------------
-    def _box_from_arrays(self, shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
+    def _box_from_arrays(
+        self, shape: tuple[int, ...], lists: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    ) -> list[tuple[int, int]] | None:
+        starts, ends, axes_arr = lists if lists is not None else (self.starts, self.ends, self.axes)
         dims = len(shape)
         box = [(0, s) for s in shape]
-        axes = self.axes.tolist() if self.axes.size else list(range(dims))
-        if self.starts.size < len(axes) or self.ends.size < len(axes):
+        axes = axes_arr.tolist() if axes_arr.size else list(range(dims))
+        if starts.size < len(axes) or ends.size < len(axes):
             log.error(
                 "Crop %r: %d starts / %d ends for %d axes",
                 self.name,
-                self.starts.size,
-                self.ends.size,
+                starts.size,
+                ends.size,
                 len(axes),
             )
             return None
@@ -101,7 +160,7 @@ class Crop(Layer):
                 log.error("Crop %r: axis %d out of range for a %d-D blob", self.name, a, dims)
                 return None
             n = shape[axis]
-            start, end = int(self.starts[i]), int(self.ends[i])
+            start, end = int(starts[i]), int(ends[i])
             start = 0 if start == UNSET else start
             end = n if end == UNSET else end
             off = start if start >= 0 else n + start
@@ -151,15 +210,22 @@ class Crop(Layer):
 
     def forward(self, bottom, top, opt) -> int:
         if isinstance(bottom, list):
-            if len(bottom) < 2 and not self.one_blob_only:
+            if not bottom or (len(bottom) < 2 and not self.one_blob_only and self._exprs is None):
                 log.error("Crop %r: needs a reference blob as second input", self.name)
                 return -1
             src, tops = bottom[0], top
             out = tops[0]
+            bottoms = bottom
         else:
             src, out = bottom, top
+            bottoms = [bottom]
         shape = numpy_shape(src)
-        if self.numpy_style():
+        if self._exprs is not None:
+            lists = self._eval_exprs(bottoms)
+            if lists is None:
+                return -1
+            box = self._box_from_arrays(shape, lists)
+        elif self.numpy_style():
             box = self._box_from_arrays(shape)
         elif self.one_blob_only:
             box = self._box_from_params(shape)

@@ -18,8 +18,10 @@ scaled size was truncated; ncnn's older sources used ``in / out`` for the interp
   weights (bicubic: Keys' kernel with A = -0.75), and windows running off an edge are folded
   back onto the edge pixels by moving their weights, in ncnn's order of checks.
 
-``size_expr`` (param 9, an expression over the input shapes) is not supported: such a model
-is refused at load_param.
+``size_expr`` (param 9, a string, see _expression.py) computes the output size from the
+input shapes at run time: ``outw`` or ``outw,outh`` (one value keeps the input's ``h``); it
+overrides both the params and a reference blob, and its sizes step like reference-blob sizes
+(``in / out``). An expression naming a second input makes the layer take all its bottoms.
 
 The taps and weights are tables built once per forward; rows are interpolated horizontally
 first, then vertically, as ncnn does, so the float32 sums associate the same way.
@@ -33,6 +35,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._expression import ExpressionError, ShapeExpression
 
 log = logging.getLogger("ncnn_c")
 
@@ -163,6 +166,7 @@ class Interp(Layer):
         self.one_blob_only = True
         self.support_inplace = False
         self.size_expr = ""
+        self._size_expr: ShapeExpression | None = None
 
     def load_param(self, pd) -> int:
         # size_expr (id 9) is a string param, which the Param table does not carry
@@ -173,14 +177,47 @@ class Interp(Layer):
         if self.resize_type not in (0, 1, 2, 3):
             log.error("Interp %r: unknown resize_type %d", self.name, self.resize_type)
             return -1
+        self._size_expr = None
         if self.size_expr:
-            log.error("Interp %r: size_expr %r is not supported", self.name, self.size_expr)
-            return -1
-        # the second input gives the output size
-        self.one_blob_only = not self.dynamic_target_size
+            try:
+                self._size_expr = ShapeExpression(self.size_expr)
+            except ExpressionError as e:
+                log.error("Interp %r: size_expr: %s", self.name, e)
+                return -1
+            if self._size_expr.n_results > 2:
+                log.error(
+                    "Interp %r: size_expr %r gives %d sizes, at most 2 (w, h)",
+                    self.name,
+                    self.size_expr,
+                    self._size_expr.n_results,
+                )
+                return -1
+        # the second input gives the output size (or is named by the size expression)
+        refs = self._size_expr.blob_count if self._size_expr is not None else 0
+        self.one_blob_only = not self.dynamic_target_size and refs <= 1
         return 0
 
+    def _expr_size(self, bottoms: list[Mat]) -> tuple[int, int] | None:
+        """(outw, outh) from size_expr; one value keeps the input's h. None (logged) on failure."""
+        assert self._size_expr is not None
+        try:
+            vals = self._size_expr.evaluate(bottoms)
+        except ExpressionError as e:
+            log.error("Interp %r: size_expr: %s", self.name, e)
+            return None
+        return (vals[0], bottoms[0].h) if len(vals) == 1 else (vals[0], vals[1])
+
     def forward(self, bottom, top, opt) -> int:
+        if self._size_expr is not None:
+            bottoms = bottom if isinstance(bottom, list) else [bottom]
+            out = top[0] if isinstance(top, list) else top
+            if not bottoms or (isinstance(top, list) and len(top) != 1):
+                log.error("Interp %r: needs inputs and one output", self.name)
+                return -1
+            size = self._expr_size(bottoms)
+            if size is None:
+                return -1
+            return self._resize(bottoms[0], out, size[0], size[1], opt, True)
         if isinstance(bottom, list):
             if len(bottom) != 2 or len(top) != 1:
                 log.error(

@@ -3,6 +3,13 @@
 A param left at -233 drops that dim (and, as in ncnn, every dim after it in the order w, h,
 c, d); 0 copies the input's size of that named dim; one -1 takes whatever is left. Also home
 of ``share_reshaped``, the helper Flatten, Squeeze and ExpandDims use to relabel a blob.
+
+``shape_expr`` (param 6, a string, see _expression.py) replaces the four params: its result
+list is ``w``, ``w h``, ``w h c`` or ``w h d c``, computed per forward from the shapes of the
+inputs (0 and -1 keep their meaning). An expression naming a second input makes the layer
+take all its bottoms. A malformed expression, or one giving more than 4 sizes, is refused at
+load time; one that cannot be evaluated on the actual inputs (an int division by zero, a
+missing input) fails the forward, as in the PyPI ncnn build.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import logging
 
 from ..mat import Mat
 from . import Layer, Param
+from ._expression import ExpressionError, ShapeExpression
 
 log = logging.getLogger("ncnn_c")
 
@@ -58,6 +66,35 @@ class Reshape(Layer):
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
+        self.shape_expr = ""
+        self._shape_expr: ShapeExpression | None = None
+
+    def load_param(self, pd) -> int:
+        # shape_expr (id 6) is a string param, which the Param table does not carry
+        self.shape_expr = str(pd.get(6, ""))
+        return super().load_param(pd)
+
+    def _check_shape_expr(self) -> int:
+        self.one_blob_only = True
+        self._shape_expr = None
+        if not self.shape_expr:
+            return 0
+        try:
+            expr = ShapeExpression(self.shape_expr)
+        except ExpressionError as e:
+            log.error("Reshape %r: shape_expr: %s", self.name, e)
+            return -1
+        if expr.n_results > 4:
+            log.error(
+                "Reshape %r: shape_expr %r gives %d sizes, at most 4",
+                self.name,
+                self.shape_expr,
+                expr.n_results,
+            )
+            return -1
+        self._shape_expr = expr
+        self.one_blob_only = expr.blob_count <= 1
+        return 0
 
     def out_rank(self) -> int:
         """How many dims the output has: the first unset param in w, h, c, d order cuts it."""
@@ -72,6 +109,12 @@ class Reshape(Layer):
         return 4
 
     def check_params(self) -> int:
+        if self._check_shape_expr() != 0:
+            return -1
+        if self._shape_expr is not None:
+            if self.permute:
+                log.warning("Reshape %r: permute=1 is ignored, as in current ncnn", self.name)
+            return 0
         rank = self.out_rank()
         if rank == 0:
             log.error("Reshape %r: w (param 0) is unset, no output shape", self.name)
@@ -86,13 +129,40 @@ class Reshape(Layer):
             log.warning("Reshape %r: permute=1 is ignored, as in current ncnn", self.name)
         return 0
 
-    def forward(self, bottom: Mat, top: Mat, opt) -> int:
-        rank = self.out_rank()
+    def _expr_sizes(self, bottoms: list[Mat]) -> dict[str, int] | None:
+        """The sizes shape_expr gives for these inputs, by name; None (logged) on failure."""
+        assert self._shape_expr is not None
+        try:
+            vals = self._shape_expr.evaluate(bottoms)
+        except ExpressionError as e:
+            log.error("Reshape %r: shape_expr: %s", self.name, e)
+            return None
+        names = ("w", "h", "d", "c") if len(vals) == 4 else ("w", "h", "c")[: len(vals)]
+        return dict(zip(names, vals, strict=True))
+
+    def forward(self, bottom, top, opt) -> int:
+        if isinstance(bottom, list):
+            if not bottom or len(top) != 1:
+                log.error(
+                    "Reshape %r: needs inputs and one output, got %d / %d", self.name, len(bottom), len(top)
+                )
+                return -1
+            bottoms, bottom, top = bottom, bottom[0], top[0]
+        else:
+            bottoms = [bottom]
+        if self._shape_expr is not None:
+            params = self._expr_sizes(bottoms)
+            if params is None:
+                return -1
+        else:
+            names = ("w", "h", "d", "c") if self.out_rank() == 4 else ("w", "h", "c")[: self.out_rank()]
+            params = {n: getattr(self, n) for n in names}
+        rank = len(params)
+        names = ("w", "h", "d", "c") if rank == 4 else ("w", "h", "c")[:rank]
         total = bottom.w * bottom.h * bottom.d * bottom.c
         # 0 means "the input's size of this named dim"
         given = {"w": bottom.w, "h": bottom.h, "d": bottom.d, "c": bottom.c}
-        names = ("w", "h", "d", "c") if rank == 4 else ("w", "h", "c")[:rank]
-        sizes = {n: given[n] if getattr(self, n) == 0 else getattr(self, n) for n in names}
+        sizes = {n: given[n] if params[n] == 0 else params[n] for n in names}
         known = 1
         for s in sizes.values():
             if s != -1:

@@ -122,7 +122,8 @@ def test_interp_rejects(params, inputs, text, caplog):
     assert text in caplog.text
 
 
-def test_interp_refuses_size_expr(caplog):
+def test_interp_refuses_a_malformed_size_expr(caplog):
+    # ']' is no token of ncnn's expression language: refused at load, with the param named
     from ncnn_c.layer import create_layer_cpu
     from ncnn_c.paramdict import ParamDict
 
