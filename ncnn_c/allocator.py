@@ -7,7 +7,7 @@ see the same alignment ncnn guarantees. A pool keeps two lists, as seed 003 desc
 matched by identity of the array returned from ``fastMalloc``.
 
 ``Mat`` gives a block back through ``fastFree`` when the last Mat (or numpy view made
-by a Mat) over it is gone, see ``mat.py``.
+by a Mat) over it is gone, see ``mat/storage.py``.
 """
 
 from __future__ import annotations

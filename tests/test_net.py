@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import ncnn_c
-import ncnn_c.net as net_mod
+import ncnn_c.net.parse as parse_mod
+import ncnn_c.net.vulkan_forward as vkf_mod
 from ncnn_c.datareader import DataReader, DataReaderFromEmpty, DataReaderFromMemory
 from ncnn_c.layer import CUSTOM_BIT, LAYER_TYPES, Layer, create_layer_cpu, layer_to_index
 from ncnn_c.mat import Mat
@@ -452,7 +453,7 @@ def test_garbage_and_truncated_text_params_never_raise(caplog):
 
 
 def test_oversized_text_param_is_rejected(caplog, monkeypatch):
-    monkeypatch.setattr(net_mod, "MAX_PARAM_TEXT", 1000)
+    monkeypatch.setattr(parse_mod, "MAX_PARAM_TEXT", 1000)
     assert Net().load_param(str(PARAM)) == -1
     assert "larger than 1000 bytes" in caplog.text
 
@@ -740,7 +741,7 @@ def fake_gpu(monkeypatch):
         VkCompute=FakeCompute,
         VkMat=FakeVkMat,
     )
-    monkeypatch.setattr(net_mod, "_gpu", lambda: ns)
+    monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
     relu = layer_to_index("ReLU")
 
     def create_vk(t):
@@ -825,7 +826,7 @@ def test_user_pipeline_cache_is_not_owned(fake_gpu):
 
 def test_no_vulkan_device_falls_back_to_cpu(monkeypatch, caplog):
     ns = types.SimpleNamespace(get_gpu_count=lambda: 0)
-    monkeypatch.setattr(net_mod, "_gpu", lambda: ns)
+    monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
     net = Net()
     net.opt.use_vulkan_compute = True
     assert net.load_param_mem(RELU_NET) == 0
@@ -892,3 +893,130 @@ def test_pool_allocators_serve_blobs_and_workspace_of_a_real_net():
     gc.collect()
     # ... and the second run was served from them instead of growing the pool
     assert len(work.budgets) == pooled and not work.payouts
+
+
+# -- the execution plan ------------------------------------------------------------------------
+def _reference_extract(net: Net, given: dict[int, np.ndarray], target: int) -> np.ndarray:
+    """ncnn's recursive forward_layer, written plainly: producers of missing bottoms first,
+    every layer through its out-of-place ``forward`` on copies. The plan must agree."""
+    from ncnn_c.option import get_layer_option
+
+    mats = {i: Mat(x) for i, x in given.items()}
+    blobs, layers = net.blobs(), net.layers()
+
+    def produce(b):
+        if b in mats:
+            return
+        layer = layers[blobs[b].producer]
+        for bottom in layer.bottoms:
+            produce(bottom)
+        opt = get_layer_option(net.opt, layer)
+        if layer.one_blob_only:
+            top = Mat()
+            assert layer.forward(mats[layer.bottoms[0]].clone(), top, opt) == 0
+            tops = [top]
+        else:
+            tops = [Mat() for _ in layer.tops]
+            assert layer.forward([mats[x].clone() for x in layer.bottoms], tops, opt) == 0
+        mats.update(zip(layer.tops, tops, strict=True))
+
+    produce(target)
+    return np.array(mats[target], copy=True)
+
+
+@pytest.mark.parametrize("light", [True, False])
+def test_plan_matches_the_recursive_forward_for_every_blob(light):
+    net = custom_net(light=light)
+    x = data_in(3)
+    for target in range(1, len(net.blobs())):
+        ex = net.create_extractor()
+        ex.input("data", Mat(x))
+        ret, out = ex.extract(target)
+        assert ret == 0, target
+        np.testing.assert_array_equal(np.asarray(out), _reference_extract(net, {0: x}, target))
+
+
+@pytest.mark.parametrize("light", [True, False])
+def test_plan_reuses_present_blobs_and_injected_inputs(light):
+    net = custom_net(light=light)
+    x = data_in(4)
+    ref = _reference_extract(net, {0: x}, 6)
+    ex = net.create_extractor()
+    ex.input("data", Mat(x))
+    # a second extract on the same extractor runs only what is still missing
+    assert ex.extract("z")[0] == 0
+    ret, out = ex.extract("out")
+    assert ret == 0
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    # an intermediate blob given with input(): its producers must not run
+    y = np.full((2, 3, 4), 5.0, np.float32)
+    ex = net.create_extractor()
+    ex.input("data", Mat(x))
+    ex.input("y", Mat(y))
+    ret, out = ex.extract("out")
+    assert ret == 0
+    np.testing.assert_array_equal(np.asarray(out), _reference_extract(net, {0: x, 4: y}, 6))
+    # everything needed given, the Input blob is not required at all
+    ex = net.create_extractor()
+    ex.input("y", Mat(y))
+    ex.input("z", Mat(y))
+    ret, out = ex.extract("out")
+    assert ret == 0
+    np.testing.assert_allclose(np.asarray(out), 2 * y)
+
+
+def test_plan_reports_a_missing_second_input(caplog):
+    net = custom_net("7767517\n3 3\nInput a 0 1 a\nInput b 0 1 b\nSum2 s 2 1 a b out\n")
+    ex = net.create_extractor()
+    ex.input("a", Mat(data_in()))
+    ret, m = ex.extract("out")
+    assert ret != 0 and m.empty()
+    assert "blob 'b' has no data: give it with ex.input('b', mat)" in caplog.text
+
+
+def test_plan_matches_the_recursive_forward_on_squeezenet():
+    net = Net()
+    assert net.load_param(str(UNFUSED)) == 0 and net.load_model(str(BIN)) == 0
+    x = np.random.default_rng(5).uniform(-1, 1, (3, 64, 64)).astype(np.float32)
+    names = [b.name for b in net.blobs()]
+    for name in ("fire2/concat", "fire5/squeeze1x1", "pool10", "prob"):
+        ex = net.create_extractor()
+        ex.input("data", Mat(x))
+        ret, out = ex.extract(name)
+        assert ret == 0, name
+        np.testing.assert_array_equal(np.asarray(out), _reference_extract(net, {0: x}, names.index(name)))
+
+
+def test_plan_runs_chains_deeper_than_the_recursion_limit():
+    depth = sys.getrecursionlimit() + 500
+    lines = ["7767517", f"{depth + 1} {depth + 1}", "Input in 0 1 b0"]
+    lines += [f"ReLU r{i} 1 1 b{i} b{i + 1} 0=0.5" for i in range(depth)]
+    net = Net()
+    assert net.load_param_mem("\n".join(lines) + "\n") == 0 and net.load_model(DataReaderFromEmpty()) == 0
+    x = np.array([-1.0, 2.0], np.float32)
+    ex = net.create_extractor()
+    ex.input("b0", Mat(x))
+    ret, out = ex.extract(f"b{depth}")
+    assert ret == 0
+    np.testing.assert_array_equal(np.asarray(out), [-(0.5**depth), 2.0])
+
+
+def test_layer_options_follow_changes_of_the_extractor_option():
+    seen = []
+
+    class Record(AddOne):
+        def forward(self, bottom, top, opt):
+            seen.append((opt.num_threads, opt.use_fp16_storage))
+            return super().forward(bottom, top, opt)
+
+    net = Net()
+    net.register_custom_layer("AddOne", Record)
+    assert net.load_param_mem("7767517\n2 2\nInput in 0 1 data\nAddOne a 1 1 data y\n") == 0
+    assert net.load_model(DataReaderFromEmpty()) == 0
+    for threads in (1, 3, 1):
+        ex = net.create_extractor()
+        ex.opt.num_threads = threads  # changed in place, not through a setter
+        ex.input("data", Mat(data_in()))
+        assert ex.extract("y")[0] == 0
+    # the layer declares no fp16 storage: its option has it switched off
+    assert seen == [(1, False), (3, False), (1, False)]

@@ -1,0 +1,341 @@
+"""Latency and memory of ncnn_c against the PyPI ``ncnn`` on the benchmark models.
+
+    python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2] [--loops N] [--warmup N]
+                                 [--models NAME|PATH ...] [--png out.png] [--no-rss]
+
+Models: every ``benchmark/*.param`` (the shared copy, else the repo's ``models/benchmark``)
+with zero weights for both libraries, as ncnn's benchncnn runs them, plus SqueezeNet with
+its real weights. Both libraries run in this process, alternately (ours, ncnn, ours, ...),
+so that machine load hits both alike; on the CPU both use fp32 without packing (the
+oracle's options) with the same thread count; with ``--device vulkan`` ncnn keeps its
+default GPU options. Peak RSS is measured per library in a child process that imports
+only that library, loads the model and runs it once. A model ncnn_c cannot load or run
+is listed as ``fails: <reason>`` and the run goes on.
+
+Exit codes: 0 done (failing models included), 1 nothing could be timed or ncnn is missing,
+2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ncnn_c.tools.bench import (  # noqa: E402 - needs the repo on sys.path first
+    ModelError,
+    UsageError,
+    input_specs,
+    lib_mats,
+    make_inputs,
+    resolve_shapes,
+    run_once,
+    summarize,
+)
+
+SHARED_DIR = Path("/work/shared/models/benchmark")
+REPO_DIR = ROOT / "models" / "benchmark"
+SQUEEZENET = (ROOT / "models" / "squeezenet_v1.1.param", ROOT / "models" / "squeezenet_v1.1.bin")
+# models whose Input layer carries no shape: the size benchncnn feeds them
+FALLBACK_SHAPES = {"FastestDet": (352, 352, 3)}
+FP32_FLAGS = dict(
+    use_vulkan_compute=False,
+    use_fp16_packed=False,
+    use_fp16_storage=False,
+    use_fp16_arithmetic=False,
+    use_packing_layout=False,
+    use_bf16_storage=False,
+)
+
+
+@dataclass
+class Model:
+    name: str
+    param: Path
+    weights: Path | None  # None: zero weights
+
+
+@dataclass
+class Row:
+    model: Model
+    ours_ms: float | None = None
+    ncnn_ms: float | None = None
+    ours_rss: float | None = None
+    ncnn_rss: float | None = None
+    fails: str = ""
+    ncnn_fails: str = ""
+    times: dict = field(default_factory=dict)
+
+
+def discover(selected: list[str] | None) -> list[Model]:
+    bench_dir = SHARED_DIR if SHARED_DIR.is_dir() else REPO_DIR
+    models = [Model(p.stem, p, None) for p in sorted(bench_dir.glob("*.param"))]
+    models.append(Model(SQUEEZENET[0].stem, SQUEEZENET[0], SQUEEZENET[1]))
+    if not selected:
+        return models
+    by_name = {m.name.lower(): m for m in models}
+    out = []
+    for s in selected:
+        m = by_name.get(s.lower())
+        if m is None and Path(s).is_file():
+            p = Path(s)
+            w = p.with_suffix(".bin")
+            m = Model(p.stem, p, w if w.is_file() else None)
+        if m is None:
+            raise UsageError(f"unknown model {s!r}; known: {', '.join(sorted(by_name))}")
+        out.append(m)
+    return out
+
+
+class _Errors(logging.Handler):
+    """Collects ncnn_c's error lines: the first one is the reason a model fails."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def model_shapes(model: Model):
+    """Input (name, shape) pairs, read with ncnn_c even when some layer types are missing."""
+    import ncnn_c
+    from ncnn_c.layer import LAYER_TYPES, Layer, create_layer_cpu
+
+    net = ncnn_c.Net()
+    for t in LAYER_TYPES:  # stand-ins: only the Input layers matter here
+        if t != "Input" and create_layer_cpu(t) is None:
+            net.register_custom_layer(t, Layer)
+    log = logging.getLogger("ncnn_c")
+    errors = _Errors()
+    log.addHandler(errors)
+    try:
+        ok = net.load_param(str(model.param)) == 0
+    finally:
+        log.removeHandler(errors)
+    if not ok:
+        raise ModelError(errors.messages[0] if errors.messages else f"cannot read {model.param}")
+    return resolve_shapes(input_specs(net), None, FALLBACK_SHAPES.get(model.name))
+
+
+def load_net(lib, model: Model, device: str, threads: int):
+    """A loaded net of ``lib`` (ncnn_c or ncnn); ModelError with the reason when it fails."""
+    ours = lib.__name__ == "ncnn_c"
+    net = lib.Net()
+    if device == "cpu" or ours:
+        for k, v in FP32_FLAGS.items():
+            setattr(net.opt, k, v)
+    net.opt.use_vulkan_compute = device == "vulkan"
+    net.opt.num_threads = threads
+    if net.load_param(str(model.param)) != 0:
+        raise ModelError("load_param failed")
+    weights = str(model.weights) if model.weights else lib.DataReaderFromEmpty()
+    if net.load_model(weights) != 0:
+        raise ModelError("load_model failed")
+    return net
+
+
+class Runner:
+    """One library's net with its inputs, ready to time; ``error`` set when it cannot run."""
+
+    def __init__(self, lib, model: Model, shapes, device: str, threads: int) -> None:
+        self.lib = lib
+        self.error = ""
+        self.times: list[float] = []
+        errors = _Errors()
+        log = logging.getLogger("ncnn_c")
+        log.addHandler(errors)
+        try:
+            self.net = load_net(lib, model, device, threads)
+            self.inputs = make_inputs(shapes)
+            self.mats = lib_mats(lib, self.inputs)
+            self.outputs = self.net.output_names()
+            self.run()  # a first run: fails here rather than in the timed loop
+        except Exception as e:  # noqa: BLE001 - any failure is reported in the table
+            self.error = errors.messages[0] if errors.messages else f"{type(e).__name__}: {e}"
+        finally:
+            log.removeHandler(errors)
+
+    def run(self) -> None:
+        run_once(self.lib, self.net, self.inputs, self.mats, self.outputs)
+
+    def timed(self, keep: bool) -> None:
+        if self.error:
+            return
+        t0 = time.perf_counter()
+        try:
+            self.run()
+        except Exception as e:  # noqa: BLE001
+            self.error = f"{type(e).__name__}: {e}"
+            return
+        if keep:
+            self.times.append(time.perf_counter() - t0)
+
+    def median_ms(self) -> float | None:
+        return summarize(self.times)[1] if self.times and not self.error else None
+
+
+def rss_of(lib_name: str, model: Model, shapes, device: str, threads: int) -> float | None:
+    """Peak RSS (MB) of a child process that runs ``model`` once with one library."""
+    spec = [model.name, str(model.param), str(model.weights or ""), shapes]
+    cmd = [sys.executable, __file__, "--child", lib_name, "--device", device, "--threads", str(threads)]
+    cmd += ["--child-model", json.dumps(spec)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        print(f"vs_ncnn: the {lib_name} RSS child for {model.name} timed out", file=sys.stderr)
+        return None
+    for line in r.stdout.splitlines():
+        if line.startswith("PEAK_RSS_MB "):
+            return float(line.split()[1])
+    last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+    print(f"vs_ncnn: the {lib_name} RSS child for {model.name} failed: {last}", file=sys.stderr)
+    return None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS. Not getrusage: Linux carries ru_maxrss over exec, so a child
+    would report its parent's peak; VmHWM belongs to the current address space only."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux
+
+
+def child(args) -> int:
+    name, param, weights, shapes = json.loads(args.child_model)
+    model = Model(name, Path(param), Path(weights) if weights else None)
+    shapes = [(n, tuple(s)) for n, s in shapes]
+    if args.child == "ncnn":
+        import ncnn as lib
+    else:
+        import ncnn_c as lib
+    r = Runner(lib, model, shapes, args.device, args.threads)
+    if r.error:
+        print(r.error, file=sys.stderr)
+        return 1
+    print(f"PEAK_RSS_MB {peak_rss_mb():.1f}")
+    return 0
+
+
+def fmt(v: float | None, spec: str = ".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(rows: list[Row], args) -> None:
+    print(f"ncnn_c vs ncnn (PyPI): device {args.device}, {args.threads} threads, {args.loops} loops, median")
+    head = (
+        f"{'model':<24} {'ours ms':>10} {'ncnn ms':>10} {'ratio':>8} {'ours RSS MB':>12} {'ncnn RSS MB':>12}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if r.fails:
+            print(f"{r.model.name:<24} fails: {r.fails}  (ncnn {fmt(r.ncnn_ms)} ms)")
+            continue
+        ratio = f"{r.ours_ms / r.ncnn_ms:.2f}x" if r.ours_ms and r.ncnn_ms else "-"
+        print(
+            f"{r.model.name:<24} {fmt(r.ours_ms):>10} {fmt(r.ncnn_ms):>10} {ratio:>8} "
+            f"{fmt(r.ours_rss, '.1f'):>12} {fmt(r.ncnn_rss, '.1f'):>12}"
+            + (f"  ncnn fails: {r.ncnn_fails}" if r.ncnn_fails else "")
+        )
+
+
+def write_png(rows: list[Row], path: str, args) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in rows if r.ours_ms is not None or r.ncnn_ms is not None]
+    names = [r.model.name + (" (fails)" if r.fails else "") for r in done]
+    y = range(len(done))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(done) + 1.5))
+    ax.barh([i - 0.2 for i in y], [r.ours_ms or 0 for r in done], height=0.4, label="ncnn_c")
+    ax.barh([i + 0.2 for i in y], [r.ncnn_ms or 0 for r in done], height=0.4, label="ncnn (PyPI)")
+    ax.set_yticks(list(y), names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    values = [v for r in done for v in (r.ours_ms, r.ncnn_ms) if v]
+    if values:
+        ax.set_xlim(left=min(values) / 2, right=max(values) * 1.5)  # log bars need a floor
+    ax.set_xlabel("median latency, ms (log scale)")
+    ax.set_title(f"ncnn_c vs ncnn: {args.device}, {args.threads} threads")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "vulkan"), default="cpu")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--loops", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--models", nargs="+", metavar="NAME|PATH", help="model names or .param paths")
+    ap.add_argument("--png", help="write a bar chart of the medians to this file")
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    ap.add_argument("--child", choices=("ncnn_c", "ncnn"), help=argparse.SUPPRESS)
+    ap.add_argument("--child-model", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args)
+    if args.loops < 1 or args.warmup < 0 or args.threads < 1:
+        print("vs_ncnn: --loops and --threads must be >= 1, --warmup >= 0", file=sys.stderr)
+        return 2
+    try:
+        models = discover(args.models)
+    except UsageError as e:
+        print(f"vs_ncnn: {e}", file=sys.stderr)
+        return 2
+    try:
+        import ncnn
+    except ImportError:
+        print("vs_ncnn: the PyPI ncnn package is not installed", file=sys.stderr)
+        return 1
+    import ncnn_c
+
+    rows = []
+    for model in models:
+        row = Row(model)
+        rows.append(row)
+        try:
+            shapes = model_shapes(model)
+        except (ModelError, UsageError) as e:
+            row.fails = row.ncnn_fails = str(e)
+            continue
+        ours = Runner(ncnn_c, model, shapes, args.device, args.threads)
+        ref = Runner(ncnn, model, shapes, args.device, args.threads)
+        for i in range(args.warmup + args.loops):
+            ours.timed(i >= args.warmup)
+            ref.timed(i >= args.warmup)
+        row.fails, row.ncnn_fails = ours.error, ref.error
+        row.ours_ms, row.ncnn_ms = ours.median_ms(), ref.median_ms()
+        del ours, ref
+        if not args.no_rss:
+            if not row.fails:
+                row.ours_rss = rss_of("ncnn_c", model, shapes, args.device, args.threads)
+            if not row.ncnn_fails:
+                row.ncnn_rss = rss_of("ncnn", model, shapes, args.device, args.threads)
+        print(f"vs_ncnn: {model.name} done", file=sys.stderr)
+    print_table(rows, args)
+    if args.png:
+        write_png(rows, args.png, args)
+        print(f"chart: {args.png}")
+    return 0 if any(r.ours_ms is not None or r.ncnn_ms is not None for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

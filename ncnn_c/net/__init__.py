@@ -1,0 +1,40 @@
+"""Net and Extractor: the graph loaded from .param/.bin and the per-inference state.
+
+* ``graph``: blobs, custom layer entries, the graph under construction, limits.
+* ``parse``: text .param and binary .param.bin into a graph (never trusting a count).
+* ``core``: ``Net``: layer creation and custom layers, weights, pipelines, Vulkan device.
+* ``plan``: execution plans (layer order per requested blob, per-layer options), made once.
+* ``extractor``: ``Extractor``: inputs, extract, the CPU executor.
+* ``vulkan_forward``: the Extractor's Vulkan scheduling; the only door to ``ncnn_c.gpu``.
+
+Every name importable from the former single module still is: ``from ncnn_c.net import Net``.
+"""
+
+from __future__ import annotations
+
+from ..option import get_layer_option
+from .core import Net
+from .extractor import Extractor, _needs_unpack, _unpack_fp32
+from .graph import MAX_BLOB_COUNT, MAX_LAYER_COUNT, PARAM_MAGIC, Blob, CustomEntry, Graph
+from .parse import MAX_PARAM_TEXT, open_reader
+from .plan import LayerOptions, Plan
+from .vulkan_forward import _gpu
+
+__all__ = [
+    "MAX_BLOB_COUNT",
+    "MAX_LAYER_COUNT",
+    "MAX_PARAM_TEXT",
+    "PARAM_MAGIC",
+    "Blob",
+    "CustomEntry",
+    "Extractor",
+    "Graph",
+    "LayerOptions",
+    "Net",
+    "Plan",
+    "get_layer_option",
+    "open_reader",
+    "_gpu",
+    "_needs_unpack",
+    "_unpack_fp32",
+]

@@ -1,0 +1,403 @@
+"""Net: the loaded graph of layers and blobs, custom layer registration, weights,
+pipelines and the Vulkan device.
+
+The structure follows ncnn (seed 003): a Net owns blobs (with their producer and
+consumer layers) and layers; an Extractor (``extractor.py``) runs them. Loaders never
+raise: they return 0 / -1 and log one line that says which line, layer or byte offset
+was wrong. The Vulkan modules are reached only through ``vulkan_forward._gpu()``, so a
+CPU-only run never imports ``ncnn_c.gpu`` (nor ``vulkan``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from .. import layer as layer_mod
+from ..datareader import DataReaderFromMemory
+from ..errors import ModelFormatError
+from ..layer import CUSTOM_BIT, LAYER_TYPES, Layer
+from ..modelbin import ModelBinFromDataReader
+from ..option import FEAT_NO_VULKAN, Option, get_layer_option
+from . import vulkan_forward
+from .extractor import Extractor
+from .graph import MAX_LAYER_COUNT, Blob, CustomEntry, Graph, call_hook, desc
+from .parse import open_reader, parse_binary, parse_text
+from .plan import LayerOptions, Plan
+
+log = logging.getLogger("ncnn_c")
+
+
+class Net:
+    """ncnn::Net. ``opt`` is the net's own Option: set flags on it before load_param."""
+
+    def __init__(self) -> None:
+        self.opt = Option()
+        self._blobs: list[Blob] = []
+        self._layers: list[Layer] = []
+        self._entries: list[CustomEntry | None] = []  # the custom creator of each layer
+        self._consumer_counts: list[int] = []
+        self._input_indexes: list[int] = []
+        self._output_indexes: list[int] = []
+        self._custom: list[CustomEntry | None] = []  # index = typeindex & ~CUSTOM_BIT
+        self._overwrite: dict[int, CustomEntry] = {}
+        self._vkdev = None
+        self._owned_cache = None
+        self._gpu_ready = False
+        self._pipelines = False
+        # executor caches, rebuilt when the graph or its layers change
+        self._blob_by_name: dict[str, int] = {}
+        self._plans: dict[int, Plan] = {}
+        self._layer_opts: LayerOptions | None = None
+
+    # -- context manager / lifetime -------------------------------------------------------
+    def __enter__(self) -> Net:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.clear()
+
+    def __del__(self) -> None:
+        if sys.is_finalizing():
+            # atexit already destroyed the Vulkan devices (and every pipeline on them); the
+            # modules teardown needs may be gone, and the process frees the rest
+            return
+        try:
+            self.clear()
+        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn modules down
+            pass
+
+    # -- custom layers --------------------------------------------------------------------
+    def register_custom_layer(self, type_or_index, creator, destroyer=None, userdata=None) -> int:
+        """Register ``creator`` for a new type name, or overwrite a built-in type (name or index)."""
+        if not callable(creator) or (destroyer is not None and not callable(destroyer)):
+            log.error("register_custom_layer: creator/destroyer must be callable")
+            return -1
+        entry = CustomEntry(None, creator, destroyer, userdata)
+        if isinstance(type_or_index, str):
+            builtin = layer_mod.layer_to_index(type_or_index)
+            if builtin >= 0:
+                entry.name = type_or_index
+                self._overwrite[builtin] = entry
+                return 0
+            entry.name = type_or_index
+            for i, e in enumerate(self._custom):
+                if e is not None and e.name == type_or_index:
+                    self._custom[i] = entry
+                    return 0
+            self._custom.append(entry)
+            return 0
+        try:
+            index = int(type_or_index)
+        except (TypeError, ValueError):
+            log.error("register_custom_layer: type must be a name or an index, got %r", type_or_index)
+            return -1
+        if index < 0:
+            log.error("register_custom_layer: negative type index %d", index)
+            return -1
+        if index & CUSTOM_BIT:
+            ci = index & ~CUSTOM_BIT
+            if ci >= MAX_LAYER_COUNT:
+                log.error("register_custom_layer: custom index %d too large", ci)
+                return -1
+            while len(self._custom) <= ci:
+                self._custom.append(None)
+            old = self._custom[ci]
+            entry.name = old.name if old is not None else f"custom{ci}"
+            self._custom[ci] = entry
+            return 0
+        if index >= len(LAYER_TYPES):
+            log.error("register_custom_layer: built-in type index %d out of range", index)
+            return -1
+        entry.name = LAYER_TYPES[index]
+        self._overwrite[index] = entry
+        return 0
+
+    def _resolve_type(self, type_name: str) -> int:
+        index = layer_mod.layer_to_index(type_name)
+        if index >= 0:
+            return index
+        for i, e in enumerate(self._custom):
+            if e is not None and e.name == type_name:
+                return CUSTOM_BIT | i
+        return -1
+
+    def _create_layer(self, typeindex: int, featmask: int):
+        """(layer, custom_entry_or_None); layer None when the type cannot be created."""
+        if typeindex < 0:
+            return None, None
+        if typeindex & CUSTOM_BIT:
+            ci = typeindex & ~CUSTOM_BIT
+            entry = self._custom[ci] if ci < len(self._custom) else None
+            if entry is None:
+                return None, None
+            return entry.create(), entry
+        entry = self._overwrite.get(typeindex)
+        if entry is not None:
+            return entry.create(), entry
+        layer = None
+        if self.opt.use_vulkan_compute and not featmask & FEAT_NO_VULKAN:
+            layer = layer_mod.create_layer_vulkan(typeindex)
+        if layer is None:
+            layer = layer_mod.create_layer_cpu(typeindex)
+        return layer, None
+
+    # -- Vulkan device ----------------------------------------------------------------------
+    def set_vulkan_device(self, device) -> None:
+        if device is None:
+            self._vkdev = None
+            return
+        if isinstance(device, int):
+            try:
+                self._vkdev = vulkan_forward._gpu().get_gpu_device(device)
+            except Exception as e:  # noqa: BLE001 - reported, the net stays on the CPU
+                log.error("set_vulkan_device: no Vulkan device %d: %s", device, e)
+                self._vkdev = None
+            return
+        self._vkdev = device
+
+    def vulkan_device(self):
+        return self._vkdev
+
+    def _acquire_vkdev(self):
+        if self._vkdev is not None:
+            return self._vkdev
+        try:
+            gpu = vulkan_forward._gpu()
+            if gpu.get_gpu_count() <= 0:
+                return None
+            index = self.opt.vulkan_device_index
+            if index is None or index < 0:
+                index = gpu.get_default_gpu_index()
+            self._vkdev = gpu.get_gpu_device(index)
+        except Exception as e:  # noqa: BLE001 - any failure means "no GPU": fall back
+            log.warning("Vulkan unavailable (%s: %s)", type(e).__name__, e)
+            self._vkdev = None
+        return self._vkdev
+
+    def _check_vulkan(self, where: str) -> None:
+        # ncnn behaviour: without a device the net silently runs on the CPU; we say so.
+        if self.opt.use_vulkan_compute and self._acquire_vkdev() is None:
+            log.warning(
+                "%s: use_vulkan_compute is set but no Vulkan device is available; running on the CPU", where
+            )
+            self.opt.use_vulkan_compute = False
+
+    # -- load_param -------------------------------------------------------------------------
+    def load_param(self, src) -> int:
+        """Text .param from a path, a file object or a DataReader."""
+        return self._load("load_param", src, parse_text)
+
+    def load_param_mem(self, text) -> int:
+        if isinstance(text, str):
+            text = text.encode("utf-8")
+        if not isinstance(text, (bytes, bytearray, memoryview)):
+            log.error("load_param_mem: expected str or bytes, got %s", type(text).__name__)
+            return -1
+        return self._load("load_param_mem", DataReaderFromMemory(text), parse_text)
+
+    def load_param_bin(self, src) -> int:
+        """Binary .param.bin from a path, a file object, a DataReader or bytes."""
+        return self._load("load_param_bin", src, parse_binary)
+
+    def _load(self, what: str, src, parse) -> int:
+        fp = None
+        graph = Graph()
+        try:
+            self.clear()
+            self._check_vulkan(what)
+            dr, fp = open_reader(src, what)
+            parse(dr, graph, self)
+        except ModelFormatError as e:
+            log.error("%s: %s", what, e)
+        except OSError as e:
+            log.error("%s: cannot open %r: %s", what, src, e)
+        except Exception as e:  # noqa: BLE001 - a loader never raises
+            log.error("%s: unexpected %s: %s", what, type(e).__name__, e)
+        else:
+            self._install(graph)
+            return 0
+        finally:
+            if fp is not None:
+                fp.close()
+        # layers made before the failure still go back to their custom destroyers
+        self._layers, self._entries = graph.layers, graph.entries
+        self.clear()
+        return -1
+
+    def _install(self, graph: Graph) -> None:
+        self._blobs = graph.blobs
+        self._layers = graph.layers
+        self._entries = graph.entries
+        counts = [0] * len(self._blobs)
+        for layer in self._layers:
+            for b in layer.bottoms:
+                counts[b] += 1
+        self._consumer_counts = counts
+        self._input_indexes = [t for layer in self._layers if layer.type == "Input" for t in layer.tops]
+        self._output_indexes = [i for i, b in enumerate(self._blobs) if b.consumer == -1]
+        self._blob_by_name = {}
+        for i, blob in enumerate(self._blobs):
+            self._blob_by_name.setdefault(blob.name, i)
+        self._forget_plans()
+
+    def _forget_plans(self) -> None:
+        self._plans = {}
+        self._layer_opts = None
+
+    def _plan(self, index: int) -> Plan:
+        """The execution plan of blob ``index``, built on first use."""
+        plan = self._plans.get(index)
+        if plan is None:
+            plan = self._plans[index] = Plan(self._blobs, self._layers, index)
+        return plan
+
+    # -- load_model -------------------------------------------------------------------------
+    def load_model(self, src) -> int:
+        """Weights from a path, a file object, a DataReader or bytes."""
+        fp = None
+        try:
+            dr, fp = open_reader(src, "load_model")
+            return self._load_model(dr)
+        except ModelFormatError as e:
+            log.error("load_model: %s", e)
+            return -1
+        except OSError as e:
+            log.error("load_model: cannot open %r: %s", src, e)
+            return -1
+        except Exception as e:  # noqa: BLE001 - a loader never raises
+            log.error("load_model: unexpected %s: %s", type(e).__name__, e)
+            return -1
+        finally:
+            if fp is not None:
+                fp.close()
+
+    def load_model_mem(self, mem) -> int:
+        if not isinstance(mem, (bytes, bytearray, memoryview)):
+            log.error("load_model_mem: expected bytes, got %s", type(mem).__name__)
+            return -1
+        return self.load_model(DataReaderFromMemory(mem))
+
+    def _load_model(self, dr) -> int:
+        if not self._layers:
+            log.error("load_model: no layers, call load_param first")
+            return -1
+        self._destroy_pipelines()
+        mb = ModelBinFromDataReader(dr)
+        for i, layer in enumerate(self._layers):
+            start = mb.offset
+            ret = call_hook(layer.load_model, mb)
+            if ret != 0:
+                log.error(
+                    "load_model: %s failed to load its weights (%s) at byte offset %d",
+                    desc(i, layer),
+                    ret,
+                    start,
+                )
+                return -1
+
+        use_vk = bool(self.opt.use_vulkan_compute) and self._acquire_vkdev() is not None
+        if self.opt.use_vulkan_compute and not use_vk:
+            log.warning("load_model: no Vulkan device available; running on the CPU")
+            self.opt.use_vulkan_compute = False
+        gpu = vulkan_forward._gpu() if use_vk else None
+        if gpu is not None and self.opt.pipeline_cache is None:
+            self._owned_cache = gpu.PipelineCache(self._vkdev)
+            self.opt.pipeline_cache = self._owned_cache
+
+        self._pipelines = True
+        self._forget_plans()  # create_pipeline may change a layer's flags
+        for i, layer in enumerate(self._layers):
+            opt = get_layer_option(self.opt, layer)
+            if use_vk and layer.support_vulkan and opt.use_vulkan_compute:
+                layer.vkdev = self._vkdev
+            ret = call_hook(layer.create_pipeline, opt)
+            if ret != 0:
+                log.error("load_model: %s create_pipeline failed (%s)", desc(i, layer), ret)
+                return -1
+
+        if gpu is not None:
+            cmd = gpu.VkCompute(self._vkdev)
+            for i, layer in enumerate(self._layers):
+                if layer.vkdev is None:
+                    continue
+                ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+                if ret != 0:
+                    log.error("load_model: %s upload_model failed (%s)", desc(i, layer), ret)
+                    return -1
+            ret = cmd.submit_and_wait()
+            if ret != 0:
+                log.error("load_model: uploading weights to the GPU failed (%d)", ret)
+                return -1
+        self._gpu_ready = use_vk
+        return 0
+
+    def _destroy_pipelines(self) -> None:
+        if not self._pipelines:
+            return
+        self._pipelines = False
+        for layer in self._layers:
+            try:
+                layer.destroy_pipeline(get_layer_option(self.opt, layer))
+            except Exception as e:  # noqa: BLE001 - teardown continues
+                log.error("destroy_pipeline of %r raised %s: %s", layer.name, type(e).__name__, e)
+            layer.vkdev = None
+        self._gpu_ready = False
+
+    # -- queries ----------------------------------------------------------------------------
+    def blobs(self) -> list[Blob]:
+        return list(self._blobs)
+
+    def layers(self) -> list[Layer]:
+        return list(self._layers)
+
+    def input_indexes(self) -> list[int]:
+        return list(self._input_indexes)
+
+    def output_indexes(self) -> list[int]:
+        return list(self._output_indexes)
+
+    def input_names(self) -> list[str]:
+        return [self._blobs[i].name for i in self._input_indexes]
+
+    def output_names(self) -> list[str]:
+        return [self._blobs[i].name for i in self._output_indexes]
+
+    def find_blob_index_by_name(self, name: str) -> int:
+        return self._blob_by_name.get(name, -1)
+
+    def find_layer_index_by_name(self, name: str) -> int:
+        for i, layer in enumerate(self._layers):
+            if layer.name == name:
+                return i
+        return -1
+
+    # -- teardown ---------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Destroy pipelines and layers, forget the graph and the pipeline cache the net made."""
+        self._destroy_pipelines()
+        for layer, entry in zip(self._layers, self._entries, strict=True):
+            if entry is not None:
+                try:
+                    entry.destroy(layer)
+                except Exception as e:  # noqa: BLE001
+                    log.error("custom layer destroyer for %r raised %s: %s", layer.name, type(e).__name__, e)
+        self._blobs = []
+        self._layers = []
+        self._entries = []
+        self._consumer_counts = []
+        self._input_indexes = []
+        self._output_indexes = []
+        self._blob_by_name = {}
+        self._forget_plans()
+        if self._owned_cache is not None:
+            try:
+                self._owned_cache.clear()
+            except Exception as e:  # noqa: BLE001
+                log.error("clearing the net's pipeline cache raised %s: %s", type(e).__name__, e)
+            if self.opt.pipeline_cache is self._owned_cache:
+                self.opt.pipeline_cache = None
+            self._owned_cache = None
+
+    def create_extractor(self) -> Extractor:
+        return Extractor(self)

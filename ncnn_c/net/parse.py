@@ -1,0 +1,227 @@
+"""Param files into a Graph: the text .param and the binary .param.bin formats.
+
+Parsers never trust a count: every size is checked against the file before anything is
+allocated, and every rejection is a ``ModelFormatError`` naming the line or layer. The
+Net (``net``) supplies type resolution and layer creation (built-in, Vulkan, custom).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+import numpy as np
+
+from ..datareader import DataReader, DataReaderFromMemory, DataReaderFromStdio
+from ..errors import ModelFormatError
+from ..layer import CUSTOM_BIT, LAYER_TYPES, Layer
+from ..mat import Mat
+from ..paramdict import ParamDict
+from .graph import MAX_BLOB_COUNT, MAX_LAYER_COUNT, PARAM_MAGIC, Blob, Graph, call_hook
+
+log = logging.getLogger("ncnn_c")
+
+MAX_PARAM_TEXT = 64 << 20
+_MAX_HINT_ELEMENTS = 1 << 26
+
+_TOKEN = re.compile(r'[^\s"]*"[^"]*"\S*|\S+')
+
+
+def open_reader(src, what: str):
+    """(reader, file_to_close) for a path, a file object or a DataReader."""
+    if isinstance(src, DataReader):
+        return src, None
+    if isinstance(src, (str, os.PathLike)):
+        fp = open(src, "rb")  # noqa: SIM115 - closed by the caller
+        return DataReaderFromStdio(fp), fp
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return DataReaderFromMemory(src), None
+    if hasattr(src, "read"):
+        return DataReaderFromStdio(src), None
+    raise ModelFormatError(f"{what}: cannot read from a {type(src).__name__}")
+
+
+def parse_text(dr, graph: Graph, net) -> None:
+    """Fill ``graph`` from a text .param; ``net`` resolves type names and creates layers."""
+    raw = dr.read_text(MAX_PARAM_TEXT)
+    if raw is None:
+        raise ModelFormatError(f"param text larger than {MAX_PARAM_TEXT} bytes")
+    text = raw.decode("utf-8", errors="replace")
+    lines = [(n + 1, ln) for n, ln in enumerate(text.splitlines()) if ln.strip()]
+    if not lines:
+        raise ModelFormatError("empty param")
+    lineno, first = lines[0]
+    head = first.split()
+    if len(head) != 1 or head[0] != str(PARAM_MAGIC):
+        raise ModelFormatError(f"line {lineno}: bad magic {first.strip()[:40]!r}, expected {PARAM_MAGIC}")
+    if len(lines) < 2:
+        raise ModelFormatError(f"line {lineno}: missing the layer count / blob count line")
+    lineno, second = lines[1]
+    counts = second.split()
+    try:
+        if len(counts) != 2:
+            raise ValueError
+        layer_count, blob_count = int(counts[0]), int(counts[1])
+    except ValueError:
+        raise ModelFormatError(
+            f"line {lineno}: expected '<layer count> <blob count>', got {second.strip()[:60]!r}"
+        ) from None
+    if not 0 < layer_count <= MAX_LAYER_COUNT or not 0 < blob_count <= MAX_BLOB_COUNT:
+        raise ModelFormatError(f"line {lineno}: absurd layer count {layer_count} / blob count {blob_count}")
+    body = lines[2:]
+    if len(body) < layer_count:
+        last = body[-1][0] if body else lineno
+        raise ModelFormatError(
+            f"line {last}: layer count is {layer_count} but the file has only {len(body)} layer lines"
+        )
+    if len(body) > layer_count:
+        # ncnn reads exactly layer_count lines; real files (nanodet_m) carry an extra one
+        log.warning(
+            "load_param: line %d: ignoring %d line(s) after the %d layers the header announces",
+            body[layer_count][0], len(body) - layer_count, layer_count,
+        )  # fmt: skip
+        body = body[:layer_count]
+
+    for lineno, line in body:
+        toks = _TOKEN.findall(line)
+        if len(toks) < 4:
+            raise ModelFormatError(f"line {lineno}: expected '<type> <name> <bottom count> <top count> ...'")
+        type_name, name = toks[0], toks[1]
+        try:
+            nb, nt = int(toks[2]), int(toks[3])
+        except ValueError:
+            raise ModelFormatError(
+                f"line {lineno}: layer {name}: bad blob counts {toks[2]!r} {toks[3]!r}"
+            ) from None
+        if nb < 0 or nt < 0 or 4 + nb + nt > len(toks):
+            raise ModelFormatError(
+                f"line {lineno}: layer {name}: {nb} bottoms + {nt} tops but only {len(toks) - 4} names"
+            )
+        bottom_names = toks[4 : 4 + nb]
+        top_names = toks[4 + nb : 4 + nb + nt]
+        pd = ParamDict()
+        try:
+            pd.load_text_tokens(toks[4 + nb + nt :])
+        except ModelFormatError as e:
+            raise ModelFormatError(f"line {lineno}: layer {name}: {e}") from None
+        where = f"line {lineno}: layer {name}"
+        bottoms = []
+        for bname in bottom_names:
+            bi = graph.by_name.get(bname)
+            if bi is None:
+                raise ModelFormatError(f"{where}: bottom blob {bname!r} is not produced by an earlier layer")
+            bottoms.append(bi)
+        tops = []
+        for tname in top_names:
+            if tname in graph.by_name:
+                raise ModelFormatError(f"{where}: duplicate blob name {tname!r}")
+            if len(graph.blobs) >= blob_count:
+                raise ModelFormatError(f"{where}: more blobs than the blob count {blob_count}")
+            graph.by_name[tname] = len(graph.blobs)
+            tops.append(len(graph.blobs))
+            graph.blobs.append(Blob(tname))
+        typeindex = net._resolve_type(type_name)
+        if typeindex < 0:
+            raise ModelFormatError(f"{where}: unknown layer type {type_name!r}")
+        add_layer(net, graph, where, typeindex, type_name, name, bottoms, tops, pd)
+    if len(graph.blobs) != blob_count:
+        raise ModelFormatError(f"blob count is {blob_count} but the layers define {len(graph.blobs)} blobs")
+
+
+def parse_binary(dr, graph: Graph, net) -> None:
+    """Fill ``graph`` from a binary .param.bin (type indexes instead of names)."""
+
+    def read_int(what: str) -> int:
+        data = dr.read_bytes(4)
+        if len(data) != 4:
+            raise ModelFormatError(f"truncated while reading {what}")
+        return int.from_bytes(data, "little", signed=True)
+
+    magic = read_int("magic")
+    if magic != PARAM_MAGIC:
+        raise ModelFormatError(f"bad magic {magic}, expected {PARAM_MAGIC}")
+    layer_count = read_int("layer count")
+    blob_count = read_int("blob count")
+    if not 0 < layer_count <= MAX_LAYER_COUNT or not 0 < blob_count <= MAX_BLOB_COUNT:
+        raise ModelFormatError(f"absurd layer count {layer_count} / blob count {blob_count}")
+    produced: dict[int, Blob] = {}
+    for i in range(layer_count):
+        where = f"layer #{i}"
+        typeindex = read_int(f"{where} type")
+        nb = read_int(f"{where} bottom count")
+        nt = read_int(f"{where} top count")
+        if not 0 <= nb <= blob_count or not 0 <= nt <= blob_count:
+            raise ModelFormatError(f"{where}: absurd bottom/top count {nb}/{nt}")
+        bottoms = [read_int(f"{where} bottom index") for _ in range(nb)]
+        tops = [read_int(f"{where} top index") for _ in range(nt)]
+        for b in bottoms:
+            if not 0 <= b < blob_count:
+                raise ModelFormatError(f"{where}: bottom blob index {b} out of range 0..{blob_count - 1}")
+            if b not in produced:
+                raise ModelFormatError(f"{where}: bottom blob {b} is not produced by an earlier layer")
+        for t in tops:
+            if not 0 <= t < blob_count:
+                raise ModelFormatError(f"{where}: top blob index {t} out of range 0..{blob_count - 1}")
+            if t in produced:
+                raise ModelFormatError(f"{where}: blob {t} produced twice")
+            produced[t] = Blob("")
+        pd = ParamDict()
+        try:
+            pd.load_binary(dr)
+        except ModelFormatError as e:
+            raise ModelFormatError(f"{where}: {e}") from None
+        if typeindex < 0 or (not typeindex & CUSTOM_BIT and typeindex >= len(LAYER_TYPES)):
+            raise ModelFormatError(f"{where}: unknown layer type index {typeindex}")
+        type_name = LAYER_TYPES[typeindex] if not typeindex & CUSTOM_BIT else ""
+        add_layer(net, graph, where, typeindex, type_name, "", bottoms, tops, pd, produced)
+    if len(produced) != blob_count:
+        raise ModelFormatError(f"blob count is {blob_count} but the layers define {len(produced)} blobs")
+    graph.blobs = [produced[i] for i in range(blob_count)]
+
+
+def add_layer(net, graph, where, typeindex, type_name, name, bottoms, tops, pd, blob_map=None) -> None:
+    blobs = blob_map if blob_map is not None else graph.blobs
+    layer, entry = net._create_layer(typeindex, pd.get(31, 0))
+    if layer is None:
+        shown = type_name or f"index {typeindex}"
+        raise ModelFormatError(f"{where}: layer type {shown} is not registered or not implemented")
+    if not isinstance(layer, Layer):
+        raise ModelFormatError(f"{where}: creator returned {type(layer).__name__}, not a Layer")
+    li = len(graph.layers)
+    layer.typeindex = typeindex
+    if entry is not None:
+        layer.type = entry.name or type_name
+    elif type_name:
+        layer.type = type_name
+    layer.name = name
+    layer.bottoms = list(bottoms)
+    layer.tops = list(tops)
+    layer.featmask = pd.get(31, 0)
+    for t in tops:
+        blobs[t].producer = li
+    for b in bottoms:
+        blobs[b].consumer = li
+    graph.layers.append(layer)
+    graph.entries.append(entry)
+    apply_shape_hints(where, pd, layer, blobs)
+    ret = call_hook(layer.load_param, pd)
+    if ret != 0:
+        raise ModelFormatError(f"{where}: {layer.type}.load_param failed ({ret})")
+
+
+def apply_shape_hints(where, pd, layer, blobs) -> None:
+    hints = pd.get(30, Mat())
+    if not hints.empty():
+        ints = np.asarray(hints).reshape(-1).view(np.int32)
+        for j, t in enumerate(layer.tops):
+            rec = ints[4 * j : 4 * j + 4]
+            if len(rec) < 4:
+                break
+            dims, w, h, c = (int(x) for x in rec)
+            if dims not in (1, 2, 3) or min(w, h, c) < 1 or w * h * c > _MAX_HINT_ELEMENTS:
+                log.warning("%s: ignoring shape hint %s for top #%d", where, (dims, w, h, c), j)
+                continue
+            blobs[t].shape = Mat(*(w, h, c)[:dims])
+    layer.bottom_shapes = [blobs[b].shape for b in layer.bottoms]
+    layer.top_shapes = [blobs[t].shape for t in layer.tops]

@@ -1,0 +1,233 @@
+"""``python -m ncnn_c bench``: inference latency of one model, as ncnn's benchncnn measures it.
+
+    python -m ncnn_c bench MODEL.param [MODEL.bin] [--device cpu|vulkan] [--threads N]
+                           [--loops N] [--warmup N] [--input WxHxC ...]
+
+Without a .bin every weight is zero (``DataReaderFromEmpty``), which is what benchncnn does:
+latency does not depend on the values. Input shapes come from the Input layers' params
+unless ``--input`` gives them (once per input, in the order of the Input layers). Each loop
+creates an extractor, feeds the inputs and extracts every output blob. Prints min / median /
+max in ms on stdout; a progress line on stderr when the run takes longer than a second.
+
+Exit codes: 0 done, 1 the model failed to load or to run, 2 usage error.
+
+The helpers here (``input_specs``, ``make_inputs``, ``run_once``) take the library module as
+an argument, so ``benchmarks/vs_ncnn.py`` times the PyPI ``ncnn`` through the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line values: exit code 2."""
+
+
+class ModelError(Exception):
+    """The model failed to load or to run: exit code 1."""
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"227x227x3"`` -> (227, 227, 3): ncnn order W[xH[xD]xC], 1 to 4 positive sizes."""
+    parts = text.lower().replace(",", "x").split("x")
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--input {text!r}: expected W, WxH, WxHxC or WxHxDxC") from None
+    if not 1 <= len(shape) <= 4 or min(shape) <= 0:
+        raise UsageError(f"--input {text!r}: expected 1 to 4 positive sizes")
+    return shape
+
+
+def input_specs(net) -> list[tuple[str, tuple[int, ...] | None]]:
+    """(blob name, ncnn-order shape or None) of every Input layer of a loaded ncnn_c Net."""
+    blobs = net.blobs()
+    specs = []
+    for layer in net.layers():
+        if layer.type != "Input" or not layer.tops:
+            continue
+        w, h, d, c = (int(getattr(layer, k, 0)) for k in ("w", "h", "d", "c"))
+        shape: tuple[int, ...] | None = None
+        # as ncnn's Input: the dims follow from which sizes are set (d only with c)
+        if w > 0 and h > 0 and c > 0:
+            shape = (w, h, d, c) if d > 0 else (w, h, c)
+        elif w > 0 and h > 0:
+            shape = (w, h)
+        elif w > 0:
+            shape = (w,)
+        specs.append((blobs[layer.tops[0]].name, shape))
+    return specs
+
+
+def resolve_shapes(specs, given: list[tuple[int, ...]] | None, known=None):
+    """Input shapes: ``given`` (one per input) or the params, else ``known`` (a fallback shape)."""
+    if given:
+        if len(given) != len(specs):
+            raise UsageError(f"{len(given)} --input shapes given, the model has {len(specs)} inputs")
+        return [(name, shape) for (name, _), shape in zip(specs, given, strict=True)]
+    out = []
+    for name, shape in specs:
+        if shape is None:
+            shape = known
+        if shape is None:
+            raise UsageError(f"input {name!r} has no shape in the param file: give it with --input WxHxC")
+        out.append((name, shape))
+    return out
+
+
+def make_inputs(shapes, seed: int = 0) -> list[tuple[str, np.ndarray]]:
+    """Random float32 data in numpy order (c, [d,] h, w) for each (name, ncnn-order shape)."""
+    rng = np.random.default_rng(seed)
+    return [(name, rng.uniform(-1, 1, tuple(reversed(shape))).astype(np.float32)) for name, shape in shapes]
+
+
+def run_once(lib, net, inputs, mats, outputs) -> None:
+    """One inference with ``lib``'s API (ncnn_c and the PyPI ncnn share it)."""
+    ex = net.create_extractor()
+    for (name, _), m in zip(inputs, mats, strict=True):
+        ex.input(name, m)
+    for name in outputs:
+        ret, _out = ex.extract(name)
+        if ret != 0:
+            raise ModelError(f"extract({name!r}) failed ({ret})")
+
+
+def lib_mats(lib, inputs):
+    # an owned copy: ncnn's in-place layers must not write into (or crash on) numpy memory
+    return [lib.Mat(arr).clone() for _, arr in inputs]
+
+
+class Progress:
+    """A self-overwriting progress line on stderr, shown only once a run exceeds a second."""
+
+    def __init__(self, total: int, what: str, stream=None) -> None:
+        self.total, self.what = total, what
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.perf_counter()
+        self.last = 0.0
+        self.shown = False
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        if now - self.start < 1.0 or (now - self.last < 0.5 and done < self.total):
+            return
+        self.last = now
+        self.shown = True
+        self.stream.write(f"\r{self.what}: {done}/{self.total} runs, {now - self.start:.1f} s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def summarize(times_s: list[float]) -> tuple[float, float, float]:
+    """(min, median, max) in ms."""
+    ms = [t * 1e3 for t in times_s]
+    return min(ms), statistics.median(ms), max(ms)
+
+
+def load_ncnn_c(param: str, model: str | None, device: str, threads: int):
+    """A loaded ncnn_c Net (ModelError when it cannot be loaded)."""
+    import ncnn_c
+
+    net = ncnn_c.Net()
+    net.opt.num_threads = threads
+    net.opt.use_vulkan_compute = device == "vulkan"
+    if net.load_param(param) != 0:
+        raise ModelError(f"cannot load {param} (see the message above)")
+    weights = model if model is not None else ncnn_c.DataReaderFromEmpty()
+    if net.load_model(weights) != 0:
+        raise ModelError(f"cannot load the weights {model or '(zero weights)'} (see the message above)")
+    if device == "vulkan" and net.vulkan_device() is None:
+        print("bench: no Vulkan device, running on the CPU", file=sys.stderr)
+    return net
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("param", help="the .param file")
+    p.add_argument("model", nargs="?", help="the .bin file (default: zero weights)")
+    p.add_argument("--device", choices=("cpu", "vulkan"), default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="num_threads (default: every core, as ncnn)")
+    p.add_argument("--loops", type=int, default=10, help="timed runs (default 10)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    p.add_argument(
+        "--input",
+        action="append",
+        metavar="WxHxC",
+        help="input shape, W / WxH / WxHxC / WxHxDxC; once per input (default: the Input params)",
+    )
+
+
+def bench(args: argparse.Namespace) -> int:
+    """The ``bench`` subcommand; returns the exit code."""
+    import ncnn_c
+
+    if args.threads is None:
+        args.threads = ncnn_c.Option().num_threads
+    if args.loops < 1 or args.warmup < 0 or args.threads < 1:
+        raise UsageError("--loops and --threads must be >= 1, --warmup >= 0")
+    if not Path(args.param).is_file():
+        raise UsageError(f"no such file: {args.param}")
+    if args.model is not None and not Path(args.model).is_file():
+        raise UsageError(f"no such file: {args.model}")
+    given = [parse_shape(s) for s in args.input] if args.input else None
+    net = load_ncnn_c(args.param, args.model, args.device, args.threads)
+    shapes = resolve_shapes(input_specs(net), given)
+    inputs = make_inputs(shapes)
+    mats = lib_mats(ncnn_c, inputs)
+    outputs = net.output_names()
+    total = args.warmup + args.loops
+    progress = Progress(total, f"bench {Path(args.param).stem}")
+    times = []
+    try:
+        for i in range(total):
+            t0 = time.perf_counter()
+            run_once(ncnn_c, net, inputs, mats, outputs)
+            if i >= args.warmup:
+                times.append(time.perf_counter() - t0)
+            progress.update(i + 1)
+    finally:
+        progress.close()
+    lo, med, hi = summarize(times)
+    shape_text = " ".join("x".join(map(str, s)) for _, s in shapes)
+    print(
+        f"{Path(args.param).stem}  min = {lo:.2f} ms  median = {med:.2f} ms  max = {hi:.2f} ms"
+        f"  ({args.loops} loops, {args.threads} threads, {args.device}, input {shape_text})"
+    )
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of the subcommand: maps failures to exit codes."""
+    try:
+        return bench(args)
+    except UsageError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModelError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return EXIT_MODEL
+    except Exception as e:  # noqa: BLE001 - any crash of the model run is a model failure
+        print(f"bench: the model failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_MODEL
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ncnn_c bench", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

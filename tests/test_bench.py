@@ -1,0 +1,135 @@
+"""The bench subcommand (``python -m ncnn_c bench``) and benchmarks/vs_ncnn.py: output format
+and exit codes, on SqueezeNet with one or two loops."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ncnn_c.__main__ import main as cli
+from ncnn_c.tools.bench import Progress, UsageError, parse_shape
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PARAM = ROOT / "models" / "squeezenet_v1.1.param"
+BIN = ROOT / "models" / "squeezenet_v1.1.bin"
+LINE = re.compile(
+    r"^squeezenet_v1\.1  min = (\d+\.\d\d) ms  median = (\d+\.\d\d) ms  max = (\d+\.\d\d) ms"
+    r"  \((\d+) loops, (\d+) threads, cpu, input (\S+)\)$"
+)
+
+
+def test_bench_prints_min_median_max(capsys):
+    assert cli(["bench", str(PARAM), str(BIN), "--loops", "2", "--warmup", "0", "--threads", "1"]) == 0
+    out = capsys.readouterr().out.strip()
+    m = LINE.match(out)
+    assert m, out
+    lo, med, hi = (float(m.group(i)) for i in (1, 2, 3))
+    assert 0 < lo <= med <= hi
+    assert m.group(4, 5, 6) == ("2", "1", "227x227x3")  # the shape from the Input params
+
+
+def test_bench_zero_weights_and_given_input_shape(capsys):
+    assert cli(["bench", str(PARAM), "--loops", "1", "--threads", "1", "--input", "64x48x3"]) == 0
+    m = LINE.match(capsys.readouterr().out.strip())
+    assert m and m.group(6) == "64x48x3"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bench", "missing.param"], "no such file"),
+        (["bench", str(PARAM), "--input", "3x"], "expected W, WxH, WxHxC"),
+        (["bench", str(PARAM), "--input", "8x8x3", "--input", "8x8x3"], "2 --input shapes given"),
+        (["bench", str(PARAM), "--loops", "0"], "must be >= 1"),
+    ],
+)
+def test_bench_usage_errors_exit_2(capsys, args, message):
+    assert cli(args) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [[], ["nosuchcommand"], ["bench"], ["bench", str(PARAM), "--loops", "x"]])
+def test_argparse_usage_errors_exit_2(args):
+    with pytest.raises(SystemExit) as e:
+        cli(args)
+    assert e.value.code == 2
+
+
+def test_bench_model_failures_exit_1(tmp_path, capsys):
+    bad = tmp_path / "bad.param"
+    bad.write_text("7767517\n2 2\nInput in 0 1 data 0=8\nNoSuchLayer x 1 1 data y\n")
+    assert cli(["bench", str(bad)]) == 1
+    assert "cannot load" in capsys.readouterr().err
+    # 1x1 is smaller than conv1's 3x3 kernel: the run fails
+    assert cli(["bench", str(PARAM), "--input", "1x1x3", "--loops", "1"]) == 1
+    assert "extract('prob') failed" in capsys.readouterr().err
+
+
+def test_parse_shape():
+    assert parse_shape("227x227x3") == (227, 227, 3)
+    assert parse_shape("10") == (10,) and parse_shape("4x5x6x7") == (4, 5, 6, 7)
+    for bad in ("", "0x3", "1x2x3x4x5", "axb"):
+        with pytest.raises(UsageError):
+            parse_shape(bad)
+
+
+def test_progress_line_only_after_a_second():
+    s = io.StringIO()
+    p = Progress(10, "bench m", stream=s)
+    p.update(1)
+    assert s.getvalue() == ""  # a short run stays quiet
+    p.start -= 2.0
+    p.update(5)
+    p.close()
+    assert re.fullmatch(r"\rbench m: 5/10 runs, 2\.\d s\n", s.getvalue())
+
+
+def test_module_entry_point():
+    r = subprocess.run(
+        [sys.executable, "-m", "ncnn_c", "bench", str(PARAM), "--loops", "1", "--input", "32x32x3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    m = LINE.match(r.stdout.strip())
+    assert m and m.group(6) == "32x32x3"
+
+
+def test_vs_ncnn_table_chart_and_failures(tmp_path):
+    bad = tmp_path / "broken.param"
+    bad.write_text("7767517\n2 2\nInput in 0 1 data 0=8 1=8 2=3\nNoSuchLayer x 1 1 data y\n")
+    png = tmp_path / "chart.png"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "vs_ncnn.py"), "--loops", "2", "--warmup", "0"]
+    cmd += ["--threads", "1", "--models", "squeezenet_v1.1", str(bad), "--png", str(png)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1].split() == [
+        "model",
+        "ours",
+        "ms",
+        "ncnn",
+        "ms",
+        "ratio",
+        "ours",
+        "RSS",
+        "MB",
+        "ncnn",
+        "RSS",
+        "MB",
+    ]
+    row = next(line for line in lines if line.startswith("squeezenet_v1.1"))
+    m = re.fullmatch(r"squeezenet_v1\.1 +(\d+\.\d\d) +(\d+\.\d\d) +(\d+\.\d\d)x +(\d+\.\d) +(\d+\.\d)", row)
+    assert m, row
+    ours, ref, ratio = (float(m.group(i)) for i in (1, 2, 3))
+    assert abs(ratio - ours / ref) < 0.01 + 0.01 * ratio
+    assert float(m.group(4)) > 10 and float(m.group(5)) > 10  # peak RSS in MB of the children
+    broken = next(line for line in lines if line.startswith("broken"))
+    assert "fails: " in broken and "unknown layer type 'NoSuchLayer'" in broken
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = subprocess.run(cmd[:2] + ["--models", "nosuchmodel"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown model 'nosuchmodel'" in r.stderr
