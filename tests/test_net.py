@@ -1020,3 +1020,51 @@ def test_layer_options_follow_changes_of_the_extractor_option():
         assert ex.extract("y")[0] == 0
     # the layer declares no fp16 storage: its option has it switched off
     assert seen == [(1, False), (3, False), (1, False)]
+
+
+ALIAS_NETS = {
+    "split": """7767517
+3 4
+Input in0 0 1 in0
+Split sp 1 2 in0 a b
+ReLU r 1 1 a out0
+""",
+    "reshape": """7767517
+4 5
+Input in0 0 1 in0
+Split sp 1 2 in0 x y
+Reshape rs 1 1 x a 0=4
+ReLU r 1 1 a out0
+""",
+    "flatten-of-input": """7767517
+3 3
+Input in0 0 1 in0
+Flatten f 1 1 in0 a
+ReLU r 1 1 a out0
+""",
+}
+
+
+@pytest.mark.parametrize("light", [True, False], ids=["light", "nolight"])
+@pytest.mark.parametrize("name", list(ALIAS_NETS))
+def test_in_place_layer_never_writes_through_an_alias(name, light):
+    # Split / Reshape / Flatten hand out views of their bottom; an in-place ReLU after them must
+    # copy first, or the other branch (or the caller's input) would see its writes
+    net = ncnn_c.Net()
+    net.opt.use_vulkan_compute = False
+    assert net.load_param_mem(ALIAS_NETS[name]) == 0
+    assert net.load_model_mem(b"") == 0
+    x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    inp = ncnn_c.Mat(x.copy())
+    ex = net.create_extractor()
+    ex.set_light_mode(light)
+    ex.input("in0", inp)
+    ret, out = ex.extract("out0")
+    assert ret == 0
+    np.testing.assert_array_equal(np.array(out).ravel(), np.maximum(x, 0))
+    np.testing.assert_array_equal(np.array(inp), x)  # the caller's input is untouched
+    for other in ("b", "y"):
+        if net.find_blob_index_by_name(other) >= 0:
+            ret, o = ex.extract(other)
+            assert ret == 0
+            np.testing.assert_array_equal(np.array(o).ravel(), x)

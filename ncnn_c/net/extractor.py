@@ -287,8 +287,27 @@ class Extractor(VulkanForward):
         if ret != 0:
             log.error("forward: %s failed (%s)", desc(li, layer), ret)
             return ret if isinstance(ret, int) else -1
+        if not inplace:
+            self._mark_aliases(layer, tops)
         self._consumed(layer, light)
         mats = self._mats
         for t, m in zip(layer.tops, tops, strict=False):
             mats[t] = m
         return 0
+
+    def _mark_aliases(self, layer: Layer, tops: list[Mat]) -> None:
+        """A top over a bottom's storage (Split, Reshape, Flatten, a whole-blob Crop ...) is one
+        buffer under two names: an in-place consumer of either must copy it first (ncnn's
+        refcount > 1 rule). Runs before the bottoms are released, so an alias of a caller's
+        input is caught even in light mode."""
+        mats = self._mats
+        for t, m in zip(layer.tops, tops, strict=False):
+            data = m._data
+            if data is None:
+                continue
+            for b in layer.bottoms:
+                src = mats[b]
+                src_data = src._data if src is not None else None
+                if src_data is not None and np.may_share_memory(data, src_data):
+                    self._shared.add(t)
+                    self._shared.add(b)
