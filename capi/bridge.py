@@ -3,7 +3,7 @@
 # _ENV_PYTHONPATH and _SIGNATURES). It is not imported as a module.
 #
 # Its job is translation only: C pointers <-> ncnn_c.capi integer handles, C strings <->
-# str, out-parameters <-> return values. Behaviour lives in ncnn_c/capi.py.
+# str, out-parameters <-> return values. Behaviour lives in the ncnn_c/capi/ package.
 #
 # If anything here fails, _ncnn_c_alive() answers 0 and every C export returns its error
 # value instead of running (the guard in capi/build.py).
@@ -77,6 +77,11 @@ class _Pointers:
                     s.fast_free = lib._ncnn_c_fast_free
                 elif kind == self.capi.NET:
                     s = ffi.new("struct __ncnn_net_t*")
+                elif kind in _STRUCT_SLOTS:
+                    stype, slots = _STRUCT_SLOTS[kind]
+                    s = ffi.new(f"struct {stype}*")
+                    for slot in slots:
+                        setattr(s, slot, getattr(lib, _DEFAULT_FN[kind, slot]))
                 else:
                     s = ffi.new("struct _ncnn_c_opaque*")
                 # pthis carries the handle, for debuggers and the curious; never trusted back.
@@ -84,6 +89,10 @@ class _Pointers:
                 self.by_handle[h] = s
                 self.by_addr[int(ffi.cast("uintptr_t", s))] = h
         return ffi.cast(ctype, s)
+
+    def struct_of(self, h):
+        with self.lock:
+            return self.by_handle.get(h)
 
     def from_c(self, p):
         if p == ffi.NULL:
@@ -110,10 +119,57 @@ class _Pointers:
 
 _ERROR = {"int": -1, "size_t": 0, "float": 0.0}
 
+# handle kind -> (struct tag, function-pointer slots the library fills with its defaults)
+_STRUCT_SLOTS = {
+    "datareader": ("__ncnn_datareader_t", ("scan", "read")),
+    "modelbin": ("__ncnn_modelbin_t", ("load_1d", "load_2d", "load_3d")),
+    "layer": (
+        "__ncnn_layer_t",
+        (
+            "load_param",
+            "load_model",
+            "create_pipeline",
+            "destroy_pipeline",
+            "forward_1",
+            "forward_n",
+            "forward_inplace_1",
+            "forward_inplace_n",
+        ),
+    ),
+}
+_PREFIX = {"datareader": "_ncnn_c_dr_", "modelbin": "_ncnn_c_mb_", "layer": "_ncnn_c_layer_"}
+_DEFAULT_FN = {(k, slot): _PREFIX[k] + slot for k, (_, slots) in _STRUCT_SLOTS.items() for slot in slots}
+
 
 def _attach(capi):
     ptrs = _Pointers(capi)
     log = logging.getLogger("ncnn_c")
+
+    class _HandleArray:
+        def __init__(self, p):
+            self.p = p
+
+        def handles(self, n):
+            if self.p == ffi.NULL:
+                return None if n else []
+            return [ptrs.from_c(self.p[i]) for i in range(max(int(n), 0))]
+
+    globals()["_HandleArray"] = _HandleArray
+
+    def _creator(fp):
+        def create(userdata):
+            return ptrs.from_c(fp(ffi.cast("void*", userdata or 0)))
+
+        return create
+
+    def _destroyer(fp):
+        def destroy(layer, userdata):
+            fp(ptrs.to_c(layer, "ncnn_layer_t"), ffi.cast("void*", userdata or 0))
+
+        return destroy
+
+    fn_wrappers = {"ncnn_layer_creator_t": _creator, "ncnn_layer_destroyer_t": _destroyer}
+    _attach_slots(capi, ptrs, log)
 
     def onerror(exc, val, tb):
         log.error("C bridge: %s: %s", getattr(exc, "__name__", exc), val)
@@ -127,7 +183,7 @@ def _attach(capi):
 
         def convert(args):
             py = []
-            for a, c in zip(args, cats, strict=True):
+            for a, c, t in zip(args, cats, types, strict=True):
                 if c == "scalar":
                     py.append(a)
                 elif c == "handle":
@@ -136,7 +192,15 @@ def _attach(capi):
                     py.append(None if a == ffi.NULL else ffi.string(a).decode("utf-8", "surrogateescape"))
                 elif c == "addr":
                     py.append(int(ffi.cast("uintptr_t", a)))
+                elif c == "handle_array":
+                    py.append(_HandleArray(a))
+                elif c == "fnptr":
+                    py.append(None if a == ffi.NULL else fn_wrappers[t](a))
                 # out_handle: not an argument in Python, it comes back in the result
+            # an array's length is the int that follows it (ncnn's (array, n) pairs)
+            for i, v in enumerate(py):
+                if isinstance(v, _HandleArray):
+                    py[i] = v.handles(py[i + 1] if i + 1 < len(py) else 0)
             return py
 
         def call(*args):
@@ -180,6 +244,145 @@ def _attach(capi):
     @ffi.def_extern(name="_ncnn_c_fast_free", onerror=onerror)
     def _fast_free(allocator, p):
         capi.allocator_fast_free(ptrs.from_c(allocator), int(ffi.cast("uintptr_t", p)))
+
+
+def _attach_slots(capi, ptrs, log):
+    """Struct function pointers: the defaults C may call, and calls into C replacements."""
+    from ncnn_c.capi import datareader as dr_mod
+    from ncnn_c.capi import layer as layer_mod
+    from ncnn_c.capi import modelbin as mb_mod
+
+    def onerror(exc, val, tb):
+        log.error("C callback: %s: %s", getattr(exc, "__name__", exc), val)
+
+    def h(p):
+        return ptrs.from_c(p)
+
+    def c(handle, ctype):
+        return ptrs.to_c(handle, ctype)
+
+    def mats_in(arr, n):
+        return [h(arr[i]) for i in range(max(int(n), 0))]
+
+    # -- defaults (C called the slot the library filled in)
+    @ffi.def_extern(name="_ncnn_c_dr_scan", error=0, onerror=onerror)
+    def _dr_scan(dr, fmt, p):
+        return dr_mod.default_scan(h(dr), ffi.string(fmt).decode(), int(ffi.cast("uintptr_t", p)))
+
+    @ffi.def_extern(name="_ncnn_c_dr_read", error=0, onerror=onerror)
+    def _dr_read(dr, buf, size):
+        return dr_mod.default_read(h(dr), int(ffi.cast("uintptr_t", buf)), size)
+
+    def _mb_load(mb, *args):
+        return c(mb_mod.default_load(h(mb), *args), "ncnn_mat_t")
+
+    for n in (1, 2, 3):
+        ffi.def_extern(name=f"_ncnn_c_mb_load_{n}d", onerror=onerror)(_mb_load)
+
+    def _layer_simple(slot):
+        def fn(layer, arg):
+            return layer_mod.default_call(h(layer), slot, h(arg))
+
+        ffi.def_extern(name=f"_ncnn_c_layer_{slot}", error=-1, onerror=onerror)(fn)
+
+    for slot in ("load_param", "load_model", "create_pipeline", "destroy_pipeline"):
+        _layer_simple(slot)
+
+    @ffi.def_extern(name="_ncnn_c_layer_forward_1", error=-1, onerror=onerror)
+    def _forward_1(layer, bottom, top, opt):
+        if top == ffi.NULL:
+            log.error("forward_1: NULL top_blob")
+            return -1
+        ret, th = layer_mod.default_call(h(layer), "forward_1", h(bottom), h(opt))
+        top[0] = c(th, "ncnn_mat_t")
+        return ret
+
+    @ffi.def_extern(name="_ncnn_c_layer_forward_n", error=-1, onerror=onerror)
+    def _forward_n(layer, bottoms, n, tops, n2, opt):
+        if (n > 0 and bottoms == ffi.NULL) or (n2 > 0 and tops == ffi.NULL):
+            log.error("forward_n: NULL blob array")
+            return -1
+        ret, ths = layer_mod.default_call(h(layer), "forward_n", mats_in(bottoms, n), n2, h(opt))
+        for i, th in enumerate(ths):
+            tops[i] = c(th, "ncnn_mat_t")
+        return ret
+
+    @ffi.def_extern(name="_ncnn_c_layer_forward_inplace_1", error=-1, onerror=onerror)
+    def _forward_inplace_1(layer, mat, opt):
+        return layer_mod.default_call(h(layer), "forward_inplace_1", h(mat), h(opt))
+
+    @ffi.def_extern(name="_ncnn_c_layer_forward_inplace_n", error=-1, onerror=onerror)
+    def _forward_inplace_n(layer, mats, n, opt):
+        if n > 0 and mats == ffi.NULL:
+            log.error("forward_inplace_n: NULL blob array")
+            return -1
+        return layer_mod.default_call(h(layer), "forward_inplace_n", mats_in(mats, n), h(opt))
+
+    # -- replacements (a C program stored its own function in the slot)
+    defaults = {}
+    for kind, (stype, slots) in _STRUCT_SLOTS.items():
+        probe = ffi.new(f"struct {stype}*")
+        for slot in slots:
+            setattr(probe, slot, getattr(lib, _DEFAULT_FN[kind, slot]))
+            defaults[kind, slot] = int(ffi.cast("uintptr_t", getattr(probe, slot)))
+
+    def calling(kind, slot, s, fp):
+        if kind == "datareader":
+            if slot == "read":
+                return lambda buf, size: int(fp(s, ffi.cast("void*", buf), size))
+            return lambda fmt, p: int(fp(s, fmt.encode(), ffi.cast("void*", p)))
+        if kind == "modelbin":
+            return lambda *args: h(fp(s, *args))
+        if slot in ("load_param", "load_model", "create_pipeline", "destroy_pipeline"):
+            ctype = {"load_param": "ncnn_paramdict_t", "load_model": "ncnn_modelbin_t"}.get(
+                slot, "ncnn_option_t"
+            )
+            return lambda arg: int(fp(s, c(arg, ctype)))
+        if slot == "forward_1":
+
+            def forward_1(bottom, opt):
+                out = ffi.new("ncnn_mat_t*")
+                ret = fp(s, c(bottom, "ncnn_mat_t"), out, c(opt, "ncnn_option_t"))
+                return int(ret), h(out[0])
+
+            return forward_1
+        if slot == "forward_n":
+
+            def forward_n(bottoms, n2, opt):
+                arr = ffi.new("ncnn_mat_t[]", [c(b, "ncnn_mat_t") for b in bottoms] or [ffi.NULL])
+                tops = ffi.new("ncnn_mat_t[]", max(int(n2), 1))
+                ret = fp(s, arr, len(bottoms), tops, n2, c(opt, "ncnn_option_t"))
+                return int(ret), [h(tops[i]) for i in range(int(n2))]
+
+            return forward_n
+        if slot == "forward_inplace_1":
+            return lambda mat, opt: int(fp(s, c(mat, "ncnn_mat_t"), c(opt, "ncnn_option_t")))
+
+        def forward_inplace_n(mats, opt):
+            arr = ffi.new("ncnn_mat_t[]", [c(m, "ncnn_mat_t") for m in mats] or [ffi.NULL])
+            return int(fp(s, arr, len(mats), c(opt, "ncnn_option_t")))
+
+        return forward_inplace_n
+
+    def resolve(handle, slot):
+        s = ptrs.struct_of(handle)
+        if s is None:
+            return None  # C never saw this handle: nothing can have been replaced
+        kind = capi.HANDLES.kind_of(handle)
+        if (kind, slot) not in defaults:
+            return None
+        fp = getattr(ffi.cast(f"struct {_STRUCT_SLOTS[kind][0]}*", s), slot)
+        if int(ffi.cast("uintptr_t", fp)) == defaults[kind, slot]:
+            return None
+        if fp == ffi.NULL:
+
+            def null_slot(*args):
+                raise RuntimeError(f"{kind}->{slot} is NULL")
+
+            return null_slot
+        return calling(kind, slot, s, fp)
+
+    capi.set_override_resolver(resolve)
 
 
 try:

@@ -50,7 +50,7 @@ _HANDLE_RE = re.compile(r"^ncnn_\w+_t$")
 class Param:
     ctype: str  # normalised: "const unsigned char*", "ncnn_mat_t*", ...
     name: str
-    cat: str  # scalar | handle | out_handle | str | addr
+    cat: str  # scalar | handle | out_handle | handle_array | fnptr | str | addr
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,15 @@ def _norm_type(t: str) -> str:
     return re.sub(r"\s+", " ", t).strip().replace("* *", "**").rstrip()
 
 
+# function-pointer typedefs passed as arguments (custom layer factories)
+_FNPTR_TYPES = ("ncnn_layer_creator_t", "ncnn_layer_destroyer_t")
+
+
 def _param_cat(ctype: str) -> str:
+    if ctype in _FNPTR_TYPES:
+        return "fnptr"
+    if ctype == "const ncnn_mat_t*":
+        return "handle_array"  # an input array of Mats, its length in the next argument
     bare = ctype[len("const ") :] if ctype.startswith("const ") else ctype
     if bare in ("int", "size_t", "float", "unsigned int"):
         return "scalar"
@@ -130,8 +138,16 @@ def parse_header(text: str) -> tuple[str, list[Func]]:
     return "\n".join(types), funcs
 
 
-# capi.py's return categories for each C return category
-_CAPI_RET = {"void": "void", "int": "int", "size_t": "size_t", "handle": "ptr", "rawptr": "ptr", "str": "str"}
+# ncnn_c.capi return categories for each C return category
+_CAPI_RET = {
+    "void": "void",
+    "int": "int",
+    "size_t": "size_t",
+    "float": "float",
+    "handle": "ptr",
+    "rawptr": "ptr",
+    "str": "str",
+}
 _C_ERROR = {"int": "-1", "size_t": "0", "float": "0.0f", "handle": "NULL", "rawptr": "NULL", "str": "NULL"}
 
 
@@ -254,6 +270,29 @@ static int ncnn_c_guard(const char* fn)
 """
 
 
+# The library's own implementations of the function pointers in the datareader, modelbin and
+# layer structs it hands out (a C program may replace them; bridge.py tells which is which).
+_SLOT_DEFAULTS = [
+    'extern "Python" int _ncnn_c_dr_scan(ncnn_datareader_t dr, const char* format, void* p);',
+    'extern "Python" size_t _ncnn_c_dr_read(ncnn_datareader_t dr, void* buf, size_t size);',
+    'extern "Python" ncnn_mat_t _ncnn_c_mb_load_1d(const ncnn_modelbin_t mb, int w, int type);',
+    'extern "Python" ncnn_mat_t _ncnn_c_mb_load_2d(const ncnn_modelbin_t mb, int w, int h, int type);',
+    'extern "Python" ncnn_mat_t _ncnn_c_mb_load_3d(const ncnn_modelbin_t mb, int w, int h, int c, int type);',
+    'extern "Python" int _ncnn_c_layer_load_param(ncnn_layer_t layer, const ncnn_paramdict_t pd);',
+    'extern "Python" int _ncnn_c_layer_load_model(ncnn_layer_t layer, const ncnn_modelbin_t mb);',
+    'extern "Python" int _ncnn_c_layer_create_pipeline(ncnn_layer_t layer, const ncnn_option_t opt);',
+    'extern "Python" int _ncnn_c_layer_destroy_pipeline(ncnn_layer_t layer, const ncnn_option_t opt);',
+    'extern "Python" int _ncnn_c_layer_forward_1(const ncnn_layer_t layer, const ncnn_mat_t bottom_blob, '
+    "ncnn_mat_t* top_blob, const ncnn_option_t opt);",
+    'extern "Python" int _ncnn_c_layer_forward_n(const ncnn_layer_t layer, const ncnn_mat_t* bottom_blobs, '
+    "int n, ncnn_mat_t* top_blobs, int n2, const ncnn_option_t opt);",
+    'extern "Python" int _ncnn_c_layer_forward_inplace_1(const ncnn_layer_t layer, ncnn_mat_t bottom_top_blob, '
+    "const ncnn_option_t opt);",
+    'extern "Python" int _ncnn_c_layer_forward_inplace_n(const ncnn_layer_t layer, ncnn_mat_t* bottom_top_blobs, '
+    "int n, const ncnn_option_t opt);",
+]
+
+
 def generate(funcs: list[Func], types_cdef: str, paths: list[str]) -> tuple[str, str, str]:
     """(cdef, C source, Python init code)."""
     cdef = [
@@ -263,6 +302,7 @@ def generate(funcs: list[Func], types_cdef: str, paths: list[str]) -> tuple[str,
         'extern "Python" void* _ncnn_c_fast_malloc(ncnn_allocator_t allocator, size_t size);',
         'extern "Python" void _ncnn_c_fast_free(ncnn_allocator_t allocator, void* ptr);',
         "int _ncnn_c_started_python(void);",
+        *_SLOT_DEFAULTS,
     ]
     decls = "\n".join(f"static {f.ret} _impl_{f.name}({f.c_params()});" for f in funcs)
     guard = (

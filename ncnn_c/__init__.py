@@ -60,6 +60,12 @@ _EXPORTS = {
     "VkMat": "gpu.vkmat",
     "VkCompute": "gpu.command",
     "Pipeline": "gpu.pipeline",
+    "copy_make_border": "mat_ops",
+    "copy_make_border_3d": "mat_ops",
+    "copy_cut_border": "mat_ops",
+    "copy_cut_border_3d": "mat_ops",
+    "convert_packing": "mat_ops",
+    "flatten": "mat_ops",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
