@@ -20,6 +20,7 @@ native capi: $(STAMP)
 native:
 	$(PY) -m ncnn_c._native.build_shaderc
 	$(PY) -m ncnn_c._native.build_hash
+	$(PY) -m ncnn_c._native.build_cpu
 
 capi:
 	$(PY) -m ncnn_c.capi --build

@@ -9,13 +9,12 @@ param key and form with a representative grid; the exhaustive products are ``slo
 from __future__ import annotations
 
 import itertools
-import time
 import zlib
 
 import ncnn  # noqa: F401  (the oracle must be installed)
 import numpy as np
 import pytest
-from oracle import check_layer, make_bin, make_param, rel_l2, run_layer, run_ncnn
+from oracle import check_layer, make_param, run_layer, run_ncnn
 
 TOL = 1e-5
 
@@ -29,153 +28,7 @@ def randn(g, shape, scale=1.0):
     return (g.standard_normal(shape) * scale).astype(np.float32)
 
 
-# -- Convolution --------------------------------------------------------------------------------
-def conv_case(params, c, h, w, bias=True, scale=1.0, seed=0):
-    g = rng("conv", sorted(params.items()), c, h, w, bias, seed)
-    kw = params[1]
-    kh = params.get(11, kw)
-    n = params[0]
-    weight = randn(g, (n, c, kh, kw), 1.0 / np.sqrt(c * kh * kw))
-    p = dict(params)
-    p[5] = int(bias)
-    p[6] = weight.size
-    weights = [(weight, 0)]
-    if bias:
-        weights.append((randn(g, (n,)), 1))
-    x = randn(g, (c, h, w), scale)
-    return check_layer("Convolution", p, weights, [x], tol=TOL)
-
-
-CONV_GEOMETRY = [
-    # (params without num_output/bias/size, c, h, w)
-    ({1: 1}, 5, 7, 9),  # 1x1 stride 1: plain matmul
-    ({1: 1, 3: 2}, 6, 9, 11),  # 1x1 strided
-    ({1: 3}, 3, 10, 13),
-    ({1: 3, 4: 1}, 4, 9, 7),  # symmetric pad
-    ({1: 3, 3: 2, 4: 1}, 3, 15, 17),
-    ({1: 3, 2: 2, 4: 2}, 5, 11, 12),  # dilation
-    ({1: 5, 11: 3, 3: 2, 13: 1}, 3, 12, 14),  # rectangular kernel and stride
-    ({1: 3, 11: 2, 2: 2, 12: 3, 3: 3, 13: 2}, 4, 13, 15),  # everything per axis
-    ({1: 3, 4: 1, 15: 2, 14: 0, 16: 3}, 3, 8, 9),  # four different pads
-    ({1: 3, 4: 2, 18: -1.5}, 3, 7, 6),  # pad_value
-    ({1: 3, 4: -233}, 3, 9, 10),  # SAME_UPPER
-    ({1: 4, 3: 2, 4: -233}, 3, 9, 10),  # SAME_UPPER, odd total pad
-    ({1: 4, 3: 2, 4: -234}, 3, 9, 10),  # SAME_LOWER
-    ({1: 3, 2: 2, 3: 3, 4: -234, 18: 0.5}, 2, 11, 13),  # SAME_LOWER, dilated, pad_value
-    ({1: 2, 3: 2, 4: -233}, 3, 8, 8),  # SAME with nothing to pad
-]
-
-
-@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
-@pytest.mark.parametrize("geom", CONV_GEOMETRY, ids=lambda g: str(g[0]))
-def test_convolution_geometry(geom, bias):
-    params, c, h, w = geom
-    conv_case({0: 7, **params}, c, h, w, bias)
-
-
-ACTIVATIONS = [
-    (0, None),
-    (1, None),
-    (2, [0.1]),
-    (3, [-0.5, 0.7]),
-    (4, None),
-    (5, None),
-    (6, [0.2, 0.5]),
-    (6, [1.0 / 6.0, 0.5]),
-]
-
-
-@pytest.mark.parametrize("act", ACTIVATIONS, ids=lambda a: f"act{a[0]}-{a[1]}")
-def test_convolution_activation(act):
-    kind, values = act
-    p = {0: 6, 1: 3, 4: 1, 9: kind}
-    if values is not None:
-        p[10] = values
-    # a wide input range reaches every branch of Clip, HardSwish and the sigmoid clamp
-    conv_case(p, 4, 8, 9, scale=6.0)
-
-
-def test_convolution_flat_input():
-    # ncnn's deprecated 1x1 convolution over a 1-D blob (InnerProduct semantics)
-    g = rng("flat")
-    weight = randn(g, (5, 12, 1, 1))
-    check_layer(
-        "Convolution", {0: 5, 1: 1, 5: 1, 6: 60, 9: 1}, [(weight, 0), (randn(g, (5,)), 1)], [randn(g, (12,))]
-    )
-
-
-@pytest.mark.parametrize("key", [8, 19], ids=["int8_scale_term", "dynamic_weight"])
-def test_convolution_rejects_unsupported(key, caplog):
-    ret, _ = run_layer(
-        "Convolution",
-        {0: 2, 1: 1, 6: 6, key: 1},
-        [(np.ones(6, np.float32), 0)],
-        [np.ones((3, 2, 2), np.float32)],
-    )
-    assert ret != 0
-    assert "not supported" in caplog.text
-
-
-def test_convolution_channel_mismatch_fails():
-    ret, _ = run_layer(
-        "Convolution", {0: 2, 1: 1, 6: 6}, [(np.ones(6, np.float32), 0)], [np.ones((4, 2, 2), np.float32)]
-    )
-    assert ret != 0
-
-
-# the 26 convolutions of SqueezeNet v1.1: (c_in, c_out, kernel, stride, pad, h=w)
-SQUEEZENET_CONVS = [(3, 64, 3, 2, 0, 227)] + [
-    conv
-    for cin, sq, ex, hw in [
-        (64, 16, 64, 56), (128, 16, 64, 56), (128, 32, 128, 28), (256, 32, 128, 28),
-        (256, 48, 192, 14), (384, 48, 192, 14), (384, 64, 256, 14), (512, 64, 256, 14),
-    ]
-    for conv in [(cin, sq, 1, 1, 0, hw), (sq, ex, 1, 1, 0, hw), (sq, ex, 3, 1, 1, hw)]
-] + [(512, 1000, 1, 1, 1, 14)]  # fmt: skip
-
-
-def test_convolution_squeezenet_shapes_speed():
-    """Every SqueezeNet convolution shape: correct, and fast enough for the milestone (~0.1 s total)."""
-    from oracle import default_option
-
-    from ncnn_c.layer import create_layer_cpu
-    from ncnn_c.mat import Mat
-    from ncnn_c.modelbin import ModelBinFromMatArray
-    from ncnn_c.paramdict import ParamDict
-
-    assert len(SQUEEZENET_CONVS) == 26
-    opt = default_option()
-    total = 0.0
-    for cin, cout, k, s, pad, hw in SQUEEZENET_CONVS:
-        g = rng("sqz", cin, cout, k, hw)
-        weight = randn(g, (cout, cin, k, k), 1.0 / np.sqrt(cin * k * k))
-        bias = randn(g, (cout,))
-        params = {0: cout, 1: k, 3: s, 4: pad, 5: 1, 6: weight.size, 9: 1}
-        pd = ParamDict()
-        for key, v in params.items():
-            pd.set(key, v)
-        layer = create_layer_cpu("Convolution")
-        assert layer.load_param(pd) == 0
-        assert layer.load_model(ModelBinFromMatArray([Mat(weight.ravel()), Mat(bias)])) == 0
-        bottom, top = Mat(randn(g, (cin, hw, hw))), Mat()
-        t0 = time.perf_counter()
-        assert layer.forward(bottom, top, opt) == 0
-        total += time.perf_counter() - t0
-        text = make_param("Convolution", params, [(cin, hw, hw)])
-        ret, ref = run_ncnn(text, make_bin([(weight, 0), (bias, 1)]), [bottom.numpy()])
-        assert ret == 0
-        assert rel_l2(top.numpy(), ref[0]) <= TOL
-    print(f"SqueezeNet convolutions: {total * 1e3:.1f} ms")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
-@pytest.mark.parametrize("pads", [{}, {4: 1}, {4: 2, 15: 0, 14: 1, 16: 3}, {4: -233}, {4: -234}], ids=str)
-@pytest.mark.parametrize("kernel", [(1, 1), (2, 2), (3, 3), (5, 3)], ids=str)
-def test_convolution_exhaustive(kernel, pads, bias):
-    for stride, dilation in itertools.product((1, 2, 3), (1, 2)):
-        p = {0: 9, 1: kernel[0], 11: kernel[1], 3: stride, 2: dilation, **pads}
-        conv_case(p, 5, 13, 11, bias)
+# Convolution: tests/layers/test_convolution.py
 
 
 # -- Pooling -------------------------------------------------------------------------------------

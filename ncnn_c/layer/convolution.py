@@ -1,4 +1,5 @@
-"""Convolution (2-D, fp32) as im2col + one matrix product, with ncnn's padding and fused activations.
+"""Convolution (2-D, fp32): im2col + one matrix product, Winograd F(4,3) for 3x3 stride 1 with
+enough channels, ncnn's padding (SAME -233/-234 included), fused activations, dynamic weights.
 
 Also home of two helpers other CPU layers reuse: ``copy_make_border`` (constant padding
 with ncnn's signed pads: negative values crop) and ``fused_activation`` (param 9/10 of
@@ -8,12 +9,13 @@ Convolution-like layers).
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..mat import Mat
-from . import Layer, workspace
+from . import Layer, Param, workspace
+from ._conv import bias_act, gemm_into, native_kernels, winograd43_into, winograd43_weights
 
 log = logging.getLogger("ncnn_c")
 
@@ -41,6 +43,13 @@ def copy_make_border(
     top, bottom, left, right = (max(0, p) for p in (top, bottom, left, right))
     h, w = x.shape[-2:]
     keep, out = workspace(opt, x.shape[:-2] + (h + top + bottom, w + left + right))
+    if x.ndim == 3:
+        from .._native.cpu import cpu_kernels
+
+        native = cpu_kernels()
+        threads = max(1, int(getattr(opt, "num_threads", 1) or 1))
+        if native is not None and native.pad(x, out, top, left, value, threads):
+            return keep, out
     out.fill(value)
     out[..., top : top + h, left : left + w] = x
     return keep, out
@@ -119,74 +128,122 @@ def fused_activation(x: np.ndarray, activation_type: int, params: np.ndarray) ->
         raise ValueError(f"unknown activation_type {activation_type}")
 
 
+# Winograd F(4,3) beats im2col + GEMM once there are enough channels to amortise its transforms
+# and enough 4x4 output tiles to reuse its 4x larger transformed weights (measured on the
+# benchmark shapes, 2 threads: 16+ in and out channels, 16+ tiles, i.e. outputs of 13x13 and
+# up; at 7x7 the 36 small products are bound by reading the weights and im2col wins)
+WINOGRAD_MIN_CHANNELS = 16
+WINOGRAD_MIN_TILES = 16
+
+
+def _positive(layer, **values) -> bool:
+    for key, v in values.items():
+        if v <= 0:
+            log.error(
+                "%s %r: %s must be positive, got %d", layer.type or type(layer).__name__, layer.name, key, v
+            )
+            return False
+    return True
+
+
 class Convolution(Layer):
+    """2-D convolution over a 3-D blob (and ncnn's 1x1-over-a-vector InnerProduct form)."""
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(0, "num_output", 0),
+        Param(1, "kernel_w", 0),
+        Param(2, "dilation_w", 1),
+        Param(3, "stride_w", 1),
+        Param(4, "pad_left", 0),
+        Param(5, "bias_term", 0),
+        Param(6, "weight_data_size", 0),
+        Param(8, "int8_scale_term", 0),
+        Param(9, "activation_type", 0),
+        Param(10, "activation_params", kind="floats"),
+        Param(11, "kernel_h", "kernel_w"),
+        Param(12, "dilation_h", "dilation_w"),
+        Param(13, "stride_h", "stride_w"),
+        Param(14, "pad_top", "pad_left"),
+        Param(15, "pad_right", "pad_left"),
+        Param(16, "pad_bottom", "pad_top"),
+        Param(18, "pad_value", 0.0),
+        Param(19, "dynamic_weight", 0),
+    )
+
     def __init__(self) -> None:
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
         self.weight_data = Mat()
         self.bias_data = Mat()
+        self._act = np.zeros(0, dtype=np.float32)
         self._weight2d: np.ndarray | None = None
         self._bias: np.ndarray | None = None
+        self._wino: np.ndarray | None = None
+        self._wino_done = False
 
-    def load_param(self, pd) -> int:
-        self.num_output = pd.get(0, 0)
-        self.kernel_w = pd.get(1, 0)
-        self.dilation_w = pd.get(2, 1)
-        self.stride_w = pd.get(3, 1)
-        self.pad_left = pd.get(4, 0)
-        self.bias_term = pd.get(5, 0)
-        self.weight_data_size = pd.get(6, 0)
-        self.int8_scale_term = pd.get(8, 0)
-        self.activation_type = pd.get(9, 0)
-        self.activation_params = pd.get(10, Mat())
-        self.kernel_h = pd.get(11, self.kernel_w)
-        self.dilation_h = pd.get(12, self.dilation_w)
-        self.stride_h = pd.get(13, self.stride_w)
-        self.pad_top = pd.get(14, self.pad_left)
-        self.pad_right = pd.get(15, self.pad_left)
-        self.pad_bottom = pd.get(16, self.pad_top)
-        self.pad_value = float(pd.get(18, 0.0))
-        self.dynamic_weight = pd.get(19, 0)
+    # -- params and weights ------------------------------------------------------------------
+    def group_count(self) -> int:
+        return 1
+
+    def check_params(self) -> int:
+        name = type(self).__name__
         self._act = activation_values(self.activation_params)
-
         if self.int8_scale_term:
             log.error(
-                "Convolution %r: int8 quantized weights (8=%d) are not supported yet",
+                "%s %r: int8 quantized weights (8=%d) are not supported",
+                name,
                 self.name,
                 self.int8_scale_term,
             )
             return -1
-        if self.dynamic_weight:
-            log.error("Convolution %r: dynamic_weight (19=1) is not supported yet", self.name)
-            return -1
         if not 0 <= self.activation_type <= 6:
-            log.error("Convolution %r: unknown activation_type %d", self.name, self.activation_type)
+            log.error("%s %r: unknown activation_type %d", name, self.name, self.activation_type)
             return -1
         need = {2: 1, 3: 2, 6: 2}.get(self.activation_type, 0)
         if self._act.size < need:
             log.error(
-                "Convolution %r: activation_type %d needs %d params in 10=, got %d",
+                "%s %r: activation_type %d needs %d params in 10=, got %d",
+                name,
                 self.name,
                 self.activation_type,
                 need,
                 self._act.size,
             )
             return -1
-        maxk = self.kernel_w * self.kernel_h
-        if self.num_output <= 0 or maxk <= 0 or self.weight_data_size % (maxk * self.num_output):
+        if not _positive(
+            self,
+            stride_w=self.stride_w,
+            stride_h=self.stride_h,
+            dilation_w=self.dilation_w,
+            dilation_h=self.dilation_h,
+        ):
+            return -1
+        # a dynamic weight blob brings its own kernel size and output count
+        self.one_blob_only = not self.dynamic_weight
+        if self.dynamic_weight:
+            return 0
+        if not _positive(self, num_output=self.num_output, kernel_w=self.kernel_w, kernel_h=self.kernel_h):
+            return -1
+        g = self.group_count()
+        per = self.kernel_w * self.kernel_h * self.num_output
+        if g <= 0 or self.num_output % g or self.weight_data_size <= 0 or self.weight_data_size * g % per:
             log.error(
-                "Convolution %r: weight_data_size %d does not fit num_output %d x kernel %dx%d",
+                "%s %r: weight_data_size %d does not fit num_output %d x kernel %dx%d (group %d)",
+                name,
                 self.name,
                 self.weight_data_size,
                 self.num_output,
                 self.kernel_w,
                 self.kernel_h,
+                g,
             )
             return -1
         return 0
 
     def load_model(self, mb) -> int:
+        if self.dynamic_weight:
+            return 0
         self.weight_data = mb.load(self.weight_data_size, 0)
         if self.weight_data.empty():
             return -100
@@ -197,6 +254,11 @@ class Convolution(Layer):
         self._prepare()
         return 0
 
+    def num_input(self) -> int:
+        """Input channels the static weights expect."""
+        g = self.group_count()
+        return self.weight_data_size * g // (self.kernel_w * self.kernel_h * self.num_output)
+
     def _prepare(self) -> None:
         # [num_output][num_input][kh][kw] flattened per output: one row of the im2col product
         w = np.asarray(self.weight_data.numpy(), dtype=np.float32)
@@ -204,39 +266,86 @@ class Convolution(Layer):
         self._bias = (
             np.asarray(self.bias_data.numpy(), dtype=np.float32).reshape(-1, 1) if self.bias_term else None
         )
+        self._wino = None
+        self._wino_done = False
 
-    def same_border(self, h: int, w: int) -> tuple[int, int, int, int]:
+    def create_pipeline(self, opt) -> int:
+        self._prepare_winograd()
+        return 0
+
+    def _prepare_winograd(self) -> None:
+        """Transform the weights for Winograd once, on the CPU path only (a GPU layer never
+        needs the 4x larger copy)."""
+        if self._wino_done or self._weight2d is None:
+            return
+        self._wino_done = True
+        inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
+        if self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output):
+            self._wino = winograd43_weights(self._weight2d, self.num_output, inc)
+
+    def _winograd_fits(self, kw: int, kh: int, inc: int, outc: int) -> bool:
+        return (
+            kw == kh == 3
+            and self.stride_w == self.stride_h == 1
+            and self.dilation_w == self.dilation_h == 1
+            and inc >= WINOGRAD_MIN_CHANNELS
+            and outc >= WINOGRAD_MIN_CHANNELS
+        )
+
+    # -- geometry ------------------------------------------------------------------------------
+    def same_border(
+        self, h: int, w: int, kw: int | None = None, kh: int | None = None
+    ) -> tuple[int, int, int, int]:
         """SAME padding (-233 / -234) for an h x w input, as (top, bottom, left, right)."""
+        kw = self.kernel_w if kw is None else kw
+        kh = self.kernel_h if kh is None else kh
         return same_border(
             h,
             w,
-            self.dilation_h * (self.kernel_h - 1) + 1,
-            self.dilation_w * (self.kernel_w - 1) + 1,
+            self.dilation_h * (kh - 1) + 1,
+            self.dilation_w * (kw - 1) + 1,
             self.stride_h,
             self.stride_w,
             self.pad_left == PAD_SAME_UPPER,
         )
 
-    def _padded(self, x: np.ndarray, opt=None) -> tuple[object, np.ndarray]:
+    def _border(
+        self, h: int, w: int, kw: int | None = None, kh: int | None = None
+    ) -> tuple[int, int, int, int]:
+        """(top, bottom, left, right) border of an h x w input (negative values crop)."""
         pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
-        h, w = x.shape[-2:]
         if any(p > 0 for p in pads):
-            l, r, t, b = pads
-        elif all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-            t, b, l, r = self.same_border(h, w)
-        else:
-            return None, x
+            return self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
+        if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
+            return self.same_border(h, w, kw, kh)
+        return 0, 0, 0, 0
+
+    def _padded(self, x: np.ndarray, opt=None, kw: int | None = None, kh: int | None = None):
+        """(keep, bordered x): see copy_make_border."""
+        t, b, l, r = self._border(x.shape[-2], x.shape[-1], kw, kh)
         return copy_make_border(x, t, b, l, r, self.pad_value, opt)
 
+    # -- forward ---------------------------------------------------------------------------------
     def forward(self, bottom, top, opt) -> int:
+        if isinstance(bottom, list):
+            return self._forward_dynamic(bottom, top, opt)
         if self._weight2d is None:
             self._prepare()
         assert self._weight2d is not None  # set by _prepare()
+        if not self._wino_done:
+            self._prepare_winograd()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:
             return self._forward_flat(bottom, top, opt)
+        return self._forward_3d(
+            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, self._wino
+        )
+
+    def _forward_3d(self, bottom, top, opt, weight2d, bias, kw, kh, wino=None) -> int:
+        name = type(self).__name__
         if bottom.elempack != 1 or bottom.dims != 3:
             log.error(
-                "Convolution %r: needs a 3-D fp32 blob with elempack 1, got dims %d elempack %d",
+                "%s %r: needs a 3-D fp32 blob with elempack 1, got dims %d elempack %d",
+                name,
                 self.name,
                 bottom.dims,
                 bottom.elempack,
@@ -244,62 +353,96 @@ class Convolution(Layer):
             return -1
         x = bottom.tensor()
         channels = x.shape[0]
-        kw, kh = self.kernel_w, self.kernel_h
-        if channels * kw * kh != self._weight2d.shape[1]:
-            log.error(
-                "Convolution %r: %d input channels, weights expect %d",
-                self.name,
-                channels,
-                self._weight2d.shape[1] // (kw * kh),
-            )
+        expect = weight2d.shape[1] * self.group_count() // (kw * kh)
+        if channels != expect:
+            log.error("%s %r: %d input channels, weights expect %d", name, self.name, channels, expect)
             return -1
-        _ws_padded, xp = self._padded(x, opt)
-        hp, wp = xp.shape[-2:]
+        t, b, l, r = pads = self._border(x.shape[1], x.shape[2], kw, kh)
+        dst = self._create_top(x.shape[1] + t + b, x.shape[2] + l + r, top, opt, weight2d.shape[0], kw, kh, 3)
+        if dst is None:
+            return -100 if top.dims else -1
+        self._compute(x, pads, dst, opt, weight2d, bias, kw, kh, wino)
+        return 0
+
+    def _create_top(self, hp, wp, top, opt, outc, kw, kh, dims):
+        """Create the top for an hp x wp bordered input; returns its (outc, outh, outw) view, None
+        on failure."""
         outw = (wp - (self.dilation_w * (kw - 1) + 1)) // self.stride_w + 1
         outh = (hp - (self.dilation_h * (kh - 1) + 1)) // self.stride_h + 1
         if outw <= 0 or outh <= 0:
-            log.error("Convolution %r: input %dx%d is smaller than the kernel", self.name, wp, hp)
-            return -1
-
-        if kw == kh == 1 and self.stride_w == self.stride_h == 1:
-            cols = xp.reshape(channels, outh * outw)
-        else:
-            # im2col without a Python loop: a strided view (channel, ky, kx, oy, ox) over the
-            # padded input, copied once into the (num_input*kh*kw, outh*outw) matrix
-            sc, sy, sx = xp.strides
-            win = as_strided(
-                xp,
-                shape=(channels, kh, kw, outh, outw),
-                strides=(
-                    sc,
-                    sy * self.dilation_h,
-                    sx * self.dilation_w,
-                    sy * self.stride_h,
-                    sx * self.stride_w,
-                ),
-                writeable=False,
+            log.error(
+                "%s %r: input %dx%d (padded) is smaller than the kernel",
+                type(self).__name__,
+                self.name,
+                wp,
+                hp,
             )
-            _ws_cols, cols = workspace(opt, (channels * kh * kw, outh * outw))
-            cols.reshape(win.shape)[...] = win
-        top.create(outw, outh, self.num_output, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+            return None
+        if dims == 3:
+            top.create(outw, outh, outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        else:
+            top.create(outw, outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
-            return -100
-        dst = top.tensor()
-        # each channel's rows are contiguous, only cstep may pad between channels: viewing the top
-        # as (num_output, outh*outw) with the channel stride lets the product land there directly
-        direct = dst.strides[1:] == (outw * 4, 4)
-        out2d = (
-            as_strided(dst, shape=(self.num_output, outh * outw), strides=(dst.strides[0], 4))
-            if direct
-            else None
-        )
-        out = np.matmul(self._weight2d, cols, out=out2d)
-        if self._bias is not None:
-            out += self._bias
-        fused_activation(out, self.activation_type, self._act)
-        if not direct:
-            dst[...] = out.reshape(self.num_output, outh, outw)
-        return 0
+            return None
+        return top.tensor().reshape(outc, outh, outw) if dims == 2 else top.tensor()
+
+    def _compute(self, x, pads, dst, opt, weight2d, bias, kw, kh, wino) -> None:
+        """The convolution of x bordered by pads into dst (outc, outh, outw), bias and activation
+        included. The native Winograd transform borders the input on the fly; the other paths
+        work on a bordered copy."""
+        relu = self.activation_type == 1
+        if wino is not None and -(-dst.shape[1] // 4) * -(-dst.shape[2] // 4) >= WINOGRAD_MIN_TILES:
+            keep = None
+            if min(pads) < 0 or native_kernels() is None:
+                keep, x = copy_make_border(x, pads[0], pads[1], pads[2], pads[3], self.pad_value, opt)
+                pads = (0, 0, 0, 0)
+            done = winograd43_into(x, dst, wino, bias, relu, opt, pads, self.pad_value)
+            del keep
+            if done:
+                return
+        else:
+            keep, xp = copy_make_border(x, pads[0], pads[1], pads[2], pads[3], self.pad_value, opt)
+            geom = (self.stride_w, self.stride_h, self.dilation_w, self.dilation_h)
+            gemm_into(xp, dst, weight2d, kw, kh, *geom, opt)
+            del keep
+            if bias_act(dst, bias, self.activation_type, opt):
+                return
+            if bias is not None:
+                dst += bias.reshape(-1, 1, 1)
+        fused_activation(dst, self.activation_type, self._act)
+
+    def _dynamic_weights(self, bottoms, wdims: int):
+        """(weight2d (outc, inc*kh*kw), bias (outc, 1) or None, kw, kh) from the extra input blobs."""
+        name = type(self).__name__
+        need = 3 if self.bias_term else 2
+        if len(bottoms) < need:
+            log.error(
+                "%s %r: dynamic weight needs %d input blobs, got %d", name, self.name, need, len(bottoms)
+            )
+            return None
+        wm = bottoms[1]
+        if wm.dims != wdims or wm.elempack != 1:
+            log.error("%s %r: dynamic weight blob must be %d-D, got %d-D", name, self.name, wdims, wm.dims)
+            return None
+        kw = wm.w
+        kh = wm.h if wdims == 4 else 1
+        outc = wm.c
+        weight2d = np.ascontiguousarray(wm.tensor(), dtype=np.float32).reshape(outc, -1)
+        bias = None
+        if self.bias_term:
+            b = np.ascontiguousarray(bottoms[2].tensor(), dtype=np.float32).reshape(-1)
+            if b.size != outc:
+                log.error("%s %r: dynamic bias has %d values for %d outputs", name, self.name, b.size, outc)
+                return None
+            bias = b.reshape(-1, 1)
+        return weight2d, bias, kw, kh
+
+    def _forward_dynamic(self, bottoms, tops, opt) -> int:
+        got = self._dynamic_weights(bottoms, 4)
+        if got is None:
+            return -1
+        weight2d, bias, kw, kh = got
+        return self._forward_3d(bottoms[0], tops[0], opt, weight2d, bias, kw, kh)
 
     def _forward_flat(self, bottom, top, opt) -> int:
         # ncnn's deprecated path: a 1x1 convolution over a flattened blob acts as InnerProduct
@@ -313,12 +456,12 @@ class Convolution(Layer):
                 self._weight2d.shape[1],
             )
             return -1
-        out = self._weight2d @ x
-        if self._bias is not None:
-            out += self._bias[:, 0]
-        fused_activation(out, self.activation_type, self._act)
         top.create(self.num_output, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100
-        top.tensor()[...] = out
+        out = top.tensor()
+        np.matmul(self._weight2d, x, out=out)
+        if self._bias is not None:
+            out += self._bias[:, 0]
+        fused_activation(out, self.activation_type, self._act)
         return 0
