@@ -25,6 +25,16 @@ log = logging.getLogger("ncnn_c")
 CHUNK = 32768
 
 
+_MINUS_ONE = np.float32(-1.0)
+
+
+def negate(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = -x``. numpy 2.4's float32 ``np.negative`` writes wrong values into an output
+    strided by 4 elements (16 bytes: a Mat of 1x1 channels with cstep 4); the multiply loop
+    has no such bug, and -1 * x is exact (signed zeros and nan included)."""
+    return np.multiply(x, _MINUS_ONE, out=out)
+
+
 def flat_view(t: np.ndarray) -> np.ndarray:
     """``t`` as one flat view when its memory allows, else ``t`` itself (never a copy)."""
     try:

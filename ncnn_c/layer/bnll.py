@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._elementwise import Elementwise
+from ._elementwise import Elementwise, negate
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -17,7 +17,7 @@ _ONE = np.float32(1.0)
 class BNLL(Elementwise):
     def apply(self, x, out) -> int:
         t = np.abs(x)
-        np.negative(t, out=t)
+        negate(t, t)
         np.exp(t, out=t)
         t += _ONE
         np.log(t, out=t)

@@ -16,6 +16,7 @@ import numpy as np
 from ..mat import Mat
 from . import Layer, Param, workspace
 from ._conv import bias_act, gemm_into, native_kernels, winograd43_into, winograd43_weights
+from ._elementwise import negate
 
 log = logging.getLogger("ncnn_c")
 
@@ -111,7 +112,7 @@ def fused_activation(x: np.ndarray, activation_type: int, params: np.ndarray) ->
     elif activation_type == 4:
         # ncnn clamps the exponent's argument so exp never overflows
         np.clip(x, -88.3762626647949, 88.3762626647949, out=x)
-        np.negative(x, out=x)
+        negate(x, x)
         np.exp(x, out=x)
         x += 1.0
         np.reciprocal(x, out=x)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._elementwise import Elementwise
+from ._elementwise import Elementwise, negate
 
 EXP_LIMIT = np.float32(88.3762626647949)
 _ONE = np.float32(1.0)
@@ -17,7 +17,7 @@ _ONE = np.float32(1.0)
 def sigmoid(x, out) -> None:
     """out = 1 / (1 + exp(-clamp(x))); ``x`` may be ``out``."""
     np.clip(x, -EXP_LIMIT, EXP_LIMIT, out=out)
-    np.negative(out, out=out)
+    negate(out, out)
     np.exp(out, out=out)
     out += _ONE
     np.reciprocal(out, out=out)

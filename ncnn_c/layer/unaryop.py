@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import Param
-from ._elementwise import Elementwise
+from ._elementwise import Elementwise, negate
 
 log = logging.getLogger("ncnn_c")
 
@@ -35,7 +35,7 @@ def _sign(x, out) -> None:
 
 
 _OPS: dict[int, Callable[..., object]] = {
-    0: np.abs, 1: np.negative, 2: np.floor, 3: np.ceil, 4: np.square, 5: np.sqrt, 6: _rsqrt,
+    0: np.abs, 1: negate, 2: np.floor, 3: np.ceil, 4: np.square, 5: np.sqrt, 6: _rsqrt,
     7: np.exp, 8: np.log, 9: np.sin, 10: np.cos, 11: np.tan, 12: np.arcsin, 13: np.arccos,
     14: np.arctan, 15: np.reciprocal, 16: np.tanh, 17: np.log10, 18: np.rint, 19: np.trunc,
     20: _sign, 21: np.expm1, 22: np.sinh, 23: np.arcsinh, 24: np.cosh, 25: np.arccosh,
