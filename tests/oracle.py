@@ -61,7 +61,7 @@ def rel_l2(a, b) -> float:
     ):
         return float("inf")
     fin = np.isfinite(b)
-    num = np.linalg.norm((a - b)[fin])
+    num = np.linalg.norm(a[fin] - b[fin])
     den = np.linalg.norm(b[fin])
     return float(num / den) if den > 0 else float(num)
 
@@ -374,6 +374,109 @@ def check_layer(
         errs[path] = max(
             (
                 assert_close(g, r, tol, f"{layer_type} {path} out{i} {params}")
+                for i, (g, r) in enumerate(zip(got, ref, strict=True))
+            ),
+            default=0.0,
+        )
+    return errs
+
+
+# -- the GPU option grid ---------------------------------------------------------------------
+# Every option set a GPU layer must be right under: fp32, fp16 storage, fp16 storage plus
+# fp16 arithmetic, each with packing off and on, and fp16 packed (no storage) + arithmetic. Flags a device lacks are switched off by
+# the Net (as ncnn does), so on such a device a set degrades to one it can run.
+_FP32_GPU = dict(use_fp16_packed=False, use_fp16_storage=False, use_fp16_arithmetic=False)
+_FP16S_GPU = dict(use_fp16_packed=True, use_fp16_storage=True, use_fp16_arithmetic=False)
+_FP16SA_GPU = dict(use_fp16_packed=True, use_fp16_storage=True, use_fp16_arithmetic=True)
+GPU_GRID = {
+    "fp32": dict(_FP32_GPU, use_packing_layout=False),
+    "fp32-pack": dict(_FP32_GPU, use_packing_layout=True),
+    "fp16s": dict(_FP16S_GPU, use_packing_layout=False),
+    "fp16s-pack": dict(_FP16S_GPU, use_packing_layout=True),
+    "fp16sa": dict(_FP16SA_GPU, use_packing_layout=False),
+    "fp16sa-pack": dict(_FP16SA_GPU, use_packing_layout=True),
+    # fp16 packed without fp16 storage (what a device lacking 16-bit storage runs): blobs stay
+    # fp32, shaders compile with the packed-half macros and fp16 arithmetic
+    "fp16pa-pack": dict(_FP16SA_GPU, use_fp16_storage=False, use_packing_layout=True),
+}
+# the issue's per-layer bars against the CPU fp32 oracle
+GPU_TOL_FP32 = 1e-4
+GPU_TOL_FP16 = 1e-2
+
+
+def _fp16_range(r: np.ndarray) -> np.ndarray:
+    """The oracle's values as fp16 can hold them: beyond +-65504 they are infinities (e.g. the
+    -FLT_MAX of a max-pooling window that lies wholly in the padding)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(r) > 65504.0, np.sign(r) * np.inf, r).astype(np.float32)
+
+
+def run_net_gpu(param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1, **opt_overrides):
+    """run_net on the GPU, asserting that every layer really got the device (no silent CPU
+    fallback). Returns (ret, [arrays])."""
+    import ncnn_c
+
+    net = ncnn_c.Net()
+    _apply(net.opt, FP32_FLAGS)
+    net.opt.use_vulkan_compute = True
+    _apply(net.opt, opt_overrides)
+    if net.load_param_mem(param_text) != 0 or net.load_model_mem(bin_bytes) != 0:
+        return -1, []
+    on_cpu = [layer.name for layer in net.layers() if layer.vkdev is None]
+    assert not on_cpu, f"layers {on_cpu} did not get the GPU"
+    outs = []
+    with net.create_extractor() as ex:
+        for i, x in enumerate(inputs):
+            ret = ex.input(f"in{i}", ncnn_c.Mat(np.ascontiguousarray(x, dtype=np.float32)))
+            if ret != 0:
+                return ret, []
+        for i in range(n_outputs):
+            ret, m = ex.extract(f"out{i}")
+            if ret != 0:
+                return ret, []
+            outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
+    net.clear()
+    return 0, outs
+
+
+def check_layer_gpu(
+    layer_type: str,
+    params: dict,
+    weights=(),
+    inputs=(),
+    n_outputs: int = 1,
+    grid=None,
+    tol_fp32: float = GPU_TOL_FP32,
+    tol_fp16: float = GPU_TOL_FP16,
+    isolate: bool = False,
+    **opt_overrides,
+) -> dict:
+    """Run the layer in a Vulkan Net under every option set of ``grid`` (default GPU_GRID,
+    a dict name -> option flags, or a list of its names) and compare each with the PyPI ncnn
+    CPU fp32 oracle: rel L2 <= tol_fp32 for fp32 sets, <= tol_fp16 for fp16 ones. Returns
+    {set name: max rel L2 error}. ``opt_overrides`` apply to every set (e.g. lightmode)."""
+    weights = list(weights)
+    inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
+    if grid is None:
+        grid = GPU_GRID
+    elif not isinstance(grid, dict):
+        grid = {name: GPU_GRID[name] for name in grid}
+    param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
+    bin_bytes = make_bin(weights)
+    ret, ref = (run_ncnn_isolated if isolate else run_ncnn)(param_text, bin_bytes, inputs, n_outputs)
+    assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
+    errs = {}
+    for name, flags in grid.items():
+        ret, got = run_net_gpu(param_text, bin_bytes, inputs, n_outputs, **dict(flags, **opt_overrides))
+        assert ret == 0, f"ncnn_c GPU {name} failed ({ret}) on\n{param_text}"
+        assert len(got) == len(ref)
+        fp16 = bool(flags.get("use_fp16_storage") or flags.get("use_fp16_arithmetic"))
+        tol = tol_fp16 if fp16 else tol_fp32
+        errs[name] = max(
+            (
+                assert_close(
+                    g, _fp16_range(r) if fp16 else r, tol, f"{layer_type} GPU {name} out{i} {params}"
+                )
                 for i, (g, r) in enumerate(zip(got, ref, strict=True))
             ),
             default=0.0,

@@ -79,7 +79,9 @@ def test_gpu_output_matches_the_cpu(cold):
     ret, ref = ex.extract("prob")
     assert ret == 0
     ref = np.array(ref)
-    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) <= 1e-4
+    # default options: fp16 storage and arithmetic on the GPU (issue 6's network bar, 2e-2;
+    # measured ~4e-3 on lavapipe)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) <= 2e-2
 
 
 def test_warm_start_from_memory_compiles_nothing(vkdev, cold):

@@ -225,18 +225,36 @@ def test_optimal_local_size(grid):
     assert optimal_local_size(*grid, max_size=(1024, 1024, 64), max_invocations=32)[0] <= 32
 
 
-def test_every_layer_shader_compiles():
+# (fp16 packed, fp16 storage, fp16 arithmetic): fp32, storage only, storage + arithmetic,
+# packed only (a device without 16-bit storage), packed + arithmetic
+FP16_COMBOS = [(0, 0, 0), (1, 1, 0), (1, 1, 1), (1, 0, 0), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("packed,storage,arith", FP16_COMBOS, ids=str)
+def test_every_layer_shader_compiles(packed, storage, arith):
+    """Every shader under every storage/arithmetic combination the preamble can produce
+    (16-bit storage forbids component access without arithmetic: glslang catches it)."""
     compiler.set_shader_dir(None)
     names = compiler.shader_names()
     assert names, "no layer shaders found"
-    for fp16 in (False, True):
-        opt = fp32_option()
-        opt.use_fp16_storage = opt.use_fp16_arithmetic = fp16
-        dev = types.SimpleNamespace(
-            info=types.SimpleNamespace(support_fp16_storage=True, support_fp16_arithmetic=True)
-        )
-        for name in names:
-            resolve_shader_info(compiler.compile_shader(name, opt, dev))
+    opt = fp32_option()
+    opt.use_fp16_packed, opt.use_fp16_storage, opt.use_fp16_arithmetic = (
+        bool(packed),
+        bool(storage),
+        bool(arith),
+    )
+    dev = types.SimpleNamespace(
+        info=types.SimpleNamespace(support_fp16_storage=True, support_fp16_arithmetic=True)
+    )
+    for name in names:
+        resolve_shader_info(compiler.compile_shader(name, opt, dev))
+
+
+def test_aliased_bindings_count_once():
+    """One buffer bound twice (as vec4s and as scalars) is one binding of one type."""
+    compiler.set_shader_dir(None)
+    info = resolve_shader_info(compiler.compile_shader("copyto", fp32_option()))
+    assert info.binding_count == 2
 
 
 def test_native_build_is_idempotent_and_names_missing_packages(tmp_path, monkeypatch):

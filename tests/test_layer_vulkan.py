@@ -17,7 +17,17 @@ import itertools
 
 import numpy as np
 import pytest
-from oracle import _weight_values, check_layer, default_option, make_bin, make_param, rel_l2, run_ncnn
+from oracle import (
+    GPU_GRID,
+    _weight_values,
+    check_layer,
+    check_layer_gpu,
+    default_option,
+    make_bin,
+    make_param,
+    rel_l2,
+    run_ncnn,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -326,15 +336,7 @@ NET_CASES = [
 ]
 
 
-# the fp16/packing switches are on by default: layers that do not declare those features
-# must still get (and compile for) fp32 elempack-1 blobs
-NET_OPTIONS = {
-    "light": dict(lightmode=True),
-    "nolight": dict(lightmode=False),
-    "fp16flags": dict(
-        use_fp16_storage=True, use_fp16_packed=True, use_fp16_arithmetic=True, use_packing_layout=True
-    ),
-}
+NET_OPTIONS = {"light": dict(lightmode=True), "nolight": dict(lightmode=False)}
 
 
 @pytest.mark.parametrize(
@@ -347,6 +349,16 @@ def test_net_vulkan(vkdev, layer_type, params, weights, shapes, n_outputs, optio
         layer_type, params, weights, inputs, n_outputs, paths=("net",), use_vulkan=True, **options
     )
     assert "net" in errs
+
+
+@pytest.mark.parametrize(
+    "layer_type,params,weights,shapes,n_outputs", NET_CASES, ids=[c[0] for c in NET_CASES]
+)
+def test_net_vulkan_grid(vkdev, layer_type, params, weights, shapes, n_outputs):
+    """The same cases over the whole option grid (fp16 storage/arithmetic, packing)."""
+    inputs = [_rand(s, i) for i, s in enumerate(shapes)]
+    errs = check_layer_gpu(layer_type, params, weights, inputs, n_outputs)
+    assert set(errs) == set(GPU_GRID)
 
 
 @pytest.mark.parametrize("fp32_flags", [True, False], ids=["fp32", "default"])
@@ -375,13 +387,16 @@ def test_squeezenet_pipelines(vkdev, models_dir, fp32_flags):
     assert net.load_param(param) == 0 and net.load_model(model) == 0
     assert all(layer.vkdev is not None for layer in net.layers())
     # 3 general convolutions (3x3 s2, 3x3 s1, 1x1 padded), the flat 1x1, max and global
-    # pooling, concat, softmax
-    assert net.opt.pipeline_cache.stats()["pipelines_created"] == 8
+    # pooling, concat, softmax, and the net's layout conversion; with packing on (default)
+    # the two poolings also get their elempack 4 variants
+    assert net.opt.pipeline_cache.stats()["pipelines_created"] == (9 if fp32_flags else 11)
     with net.create_extractor() as ex:
         ex.input("data", ncnn_c.Mat(x))
         ret, m = ex.extract("prob")
     assert ret == 0
-    assert rel_l2(np.array(m.numpy()), ref) <= TOL
+    # default options run fp16 storage and arithmetic: the issue's per-network bar is 2e-2
+    # (measured on lavapipe: 4e-3; the PyPI ncnn's own Vulkan path: 3e-3)
+    assert rel_l2(np.array(m.numpy()), ref) <= (TOL if fp32_flags else 2e-2)
     net.clear()
 
 

@@ -169,8 +169,10 @@ def resolve_shader_info(spirv) -> ShaderInfo:
         binding = bindings[var_id]
         if binding >= _MAX_BINDINGS:
             raise SpirvError(f"SPIR-V binding {binding} out of range")
-        if binding in binding_types:
-            raise SpirvError(f"SPIR-V binding {binding} declared twice")
+        # Vulkan lets several variables alias one binding (a buffer read as scalars and as
+        # vec4s) as long as their descriptor types agree
+        if binding_types.get(binding, kind) != kind:
+            raise SpirvError(f"SPIR-V binding {binding} declared twice with different types")
         binding_types[binding] = kind
 
     binding_count = max(binding_types) + 1 if binding_types else 0

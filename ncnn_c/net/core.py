@@ -44,6 +44,7 @@ class Net:
         self._vkdev = None
         self._owned_cache = None
         self._gpu_ready = False
+        self._vk_layout = None  # the layout-conversion Pipeline of a GPU net
         self._pipelines = False
         # executor caches, rebuilt when the graph or its layers change
         self._blob_by_name: dict[str, int] = {}
@@ -304,6 +305,8 @@ class Net:
         if gpu is not None and self.opt.pipeline_cache is None:
             self._owned_cache = gpu.PipelineCache(self._vkdev)
             self.opt.pipeline_cache = self._owned_cache
+        if gpu is not None:
+            vulkan_forward.mask_device_features(self.opt, self._vkdev)
 
         self._pipelines = True
         self._forget_plans()  # create_pipeline may change a layer's flags
@@ -329,6 +332,8 @@ class Net:
             if ret != 0:
                 log.error("load_model: uploading weights to the GPU failed (%d)", ret)
                 return -1
+            if vulkan_forward.create_layout_pipeline(self) != 0:
+                return -1
         self._gpu_ready = use_vk
         return 0
 
@@ -342,6 +347,7 @@ class Net:
             except Exception as e:  # noqa: BLE001 - teardown continues
                 log.error("destroy_pipeline of %r raised %s: %s", layer.name, type(e).__name__, e)
             layer.vkdev = None
+        self._vk_layout = None
         self._gpu_ready = False
 
     # -- queries ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ class VulkanLayer:
     type: str
     name: str
     support_fp16_storage: bool
+    support_packing: bool
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,8 +43,11 @@ class VulkanLayer:
         self._pipelines: list = []
 
     def create_pipeline(self, opt) -> int:
-        # without a device (no GPU, or the layer masked off Vulkan) the layer runs on the CPU
+        # without a device (no GPU, or the layer masked off Vulkan) the layer runs on the CPU,
+        # where it takes fp32 elempack-1 blobs like any CPU layer
         if self.vkdev is None:
+            self.support_packing = False
+            self.support_fp16_storage = False
             return super().create_pipeline(opt)  # type: ignore[misc]  # the Layer after this mixin in the MRO
         return self.create_pipeline_vk(opt)
 
@@ -51,18 +55,32 @@ class VulkanLayer:
         """Create every Pipeline the GPU forward needs; shapes are not known yet."""
         return 0
 
-    def new_pipeline(self, shader: str, opt, specializations, local_size=LOCAL_1D):
-        """A Pipeline for ``shader`` owned by this layer; None (logged) when creation fails."""
+    def new_pipeline(self, shader: str, opt, specializations, local_size=LOCAL_1D, option_free=False):
+        """A Pipeline for ``shader`` owned by this layer; None (logged) when creation fails.
+
+        ``option_free``: the shader's code uses no option macro (sfp, afp, NCNN_*), so it is
+        compiled once for every option set (see ``without_shader_bits``)."""
         from ...gpu.pipeline import Pipeline
 
         pipeline = Pipeline(self.vkdev)
         pipeline.set_local_size_xyz(*local_size)
         # the net already switched off the storage types this layer does not declare
+        if option_free:
+            opt = without_shader_bits(opt)
         if pipeline.create(shader, opt, list(specializations)) != 0:
             log.error("%s %r: cannot create the %s pipeline", self.type, self.name, shader)
             return None
         self._pipelines.append(pipeline)
         return pipeline
+
+    def storage_fp16(self, opt) -> bool:
+        """Whether this layer's blobs are fp16 (elemsize 2 per lane) under ``opt``."""
+        return storage_fp16(opt, self.vkdev)
+
+    def new_packing_pipeline(self, opt):
+        """The shared layout-conversion pipeline (``packing.comp``), for layers that convert
+        a blob themselves (Concat of mixed packings, Packing, Cast)."""
+        return self.new_pipeline("packing", opt, [], LOCAL_1D, option_free=True)
 
     def accepts_3d(self, bottom) -> bool:
         """Whether ``bottom`` is the 3-D elempack-1 blob this slice's shaders index; logs if not."""
@@ -122,6 +140,87 @@ def create_like_shape(top, shape, bottom, opt) -> None:
 
 
 def record_elementwise(cmd, pipeline, blob) -> None:
-    """Dispatch a shader over every element of ``blob`` as a (w*h*d, c) grid, skipping cstep padding."""
+    """Dispatch a scalar shader over every scalar of ``blob`` as a (w*h*d*elempack, c) grid,
+    skipping cstep padding. The lanes of a packed element are consecutive scalars, so one
+    pipeline serves elempack 1 and 4 alike."""
     w, h, d, c, cstep = shape4(blob)
-    cmd.record_pipeline(pipeline, [blob], [w * h * d, c, cstep], (w * h * d, c, 1))
+    p = blob.elempack
+    cmd.record_pipeline(pipeline, [blob], [w * h * d * p, c, cstep * p], (w * h * d * p, c, 1))
+
+
+# -- storage forms and the layout conversion --------------------------------------------------
+
+
+def storage_fp16(opt, vkdev) -> bool:
+    """Blobs are fp16 when fp16 storage is on and the device has it. ``use_fp16_packed``
+    alone (a device without 16-bit storage) keeps blobs fp32: see docs/gpu-layers.md."""
+    if not getattr(opt, "use_fp16_storage", False):
+        return False
+    info = getattr(vkdev, "info", None)
+    return bool(getattr(info, "support_fp16_storage", False)) if info is not None else False
+
+
+def elemsize_for(elempack: int, fp16: bool) -> int:
+    return (2 if fp16 else 4) * elempack
+
+
+def is_fp16(m) -> bool:
+    return m.elemsize // max(1, m.elempack) == 2
+
+
+def without_shader_bits(opt):
+    """An Option with every shader bit off and ``opt``'s cache and device: the key under which
+    a shader that reads no option macro is compiled, so every option set shares its SPIR-V."""
+    from ...option import SHADER_OPTION_BITS
+
+    o = opt.copy()
+    for name in SHADER_OPTION_BITS:
+        setattr(o, name, False)
+    return o
+
+
+def outer_extent(m) -> int:
+    """The logical (unpacked) size of the axis that elempack packs: w, h or c by dims."""
+    packed = {1: m.w, 2: m.h}.get(m.dims, m.c)
+    return packed * m.elempack
+
+
+def preferred_elempack(m, opt) -> int:
+    """ncnn's choice for a blob: 4 when packing is on and the packed axis divides by 4."""
+    return 4 if getattr(opt, "use_packing_layout", False) and outer_extent(m) % 4 == 0 else 1
+
+
+def _lines(m) -> tuple[int, int, int]:
+    """(outer, inner, stride) of ``m`` as packing.comp sees it (stride in elements)."""
+    if m.dims == 1:
+        return m.w * m.elempack, 1, 1
+    if m.dims == 2:
+        return m.h * m.elempack, m.w, m.w
+    return m.c * m.elempack, m.w * m.h * m.d, m.cstep
+
+
+# grid row width of packing.comp (invocations), a multiple of LOCAL_1D
+_PACKING_ROW = 16384
+
+
+def record_convert(cmd, pipeline, src, dst, elempack: int, fp16: bool, opt) -> None:
+    """Record ``dst`` = ``src`` in the form (elempack, fp16); ``dst`` is created here. The
+    packed axis is padded with zeros when elempack does not divide it."""
+    outer, inner, in_stride = _lines(src)
+    packed = -(-outer // elempack)
+    shape = {1: (packed,), 2: (src.w, packed), 3: (src.w, src.h, packed), 4: (src.w, src.h, src.d, packed)}
+    dst.create(
+        *shape[src.dims],
+        elemsize=elemsize_for(elempack, fp16),
+        elempack=elempack,
+        allocator=opt.blob_vkallocator,
+    )
+    if dst.empty():
+        return
+    out_stride = _lines(dst)[2]
+    total = packed * out_stride * elempack
+    words = -(-total // 2) if fp16 else total
+    row = min(_PACKING_ROW, words)
+    constants = [outer, inner, in_stride, out_stride, src.elempack, elempack, int(is_fp16(src)), int(fp16)]
+    constants += [total, row]
+    cmd.record_pipeline(pipeline, [src, dst], constants, (row, -(-words // row), 1))

@@ -7,6 +7,11 @@ from . import VulkanLayer, record_elementwise
 
 
 class Dropout_vulkan(VulkanLayer, Dropout):
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_fp16_storage = True
+        self.support_packing = True
+
     def create_pipeline_vk(self, opt) -> int:
         self.pipeline_dropout = None
         if self.scale == 1.0:

@@ -7,5 +7,10 @@ from . import VulkanLayer
 
 
 class Input_vulkan(VulkanLayer, Input):
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_fp16_storage = True
+        self.support_packing = True
+
     def forward_inplace_vk(self, bottom_top, cmd, opt) -> int:
         return 0

@@ -18,6 +18,11 @@ def _prod(xs) -> int:
 
 
 class Softmax_vulkan(VulkanLayer, Softmax):
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_fp16_storage = True
+        self.support_packing = False
+
     def create_pipeline_vk(self, opt) -> int:
         self.pipeline_softmax = self.new_pipeline("softmax", opt, [])
         return 0 if self.pipeline_softmax else -1

@@ -7,6 +7,11 @@ from . import VulkanLayer
 
 
 class Split_vulkan(VulkanLayer, Split):
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_fp16_storage = True
+        self.support_packing = True
+
     def forward_vk(self, bottoms, tops, cmd, opt) -> int:
         # like the CPU Split: the net clones a shared blob before an in-place consumer writes it
         for t in tops:

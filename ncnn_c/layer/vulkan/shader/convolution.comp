@@ -58,9 +58,10 @@ layout (binding = 0) readonly buffer bottom_blob { sfpvec4 bottom_blob_data[]; }
 layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
 // output channels past outc are zero-filled; fp32 bit patterns, or 8 halves per uvec4
 layout (binding = 2) readonly buffer weight_blob { uvec4 weight_data[]; };
-// [outc/(4*out_groups)][out_groups] vec4s, zero-filled; bound to the weights when
-// bias_term == 0, never read then
-layout (binding = 3) readonly buffer bias_blob { sfpvec4 bias_data[]; };
+// [outc/(4*out_groups)][out_groups] fp32 vec4s whatever the storage type (uploaded once,
+// read once per invocation), zero-filled; bound to the weights when bias_term == 0, never
+// read then
+layout (binding = 3) readonly buffer bias_blob { vec4 bias_data[]; };
 
 layout (push_constant) uniform parameter
 {
@@ -161,7 +162,7 @@ void main()
     afpvec4 sum[tile_w][out_groups];
     for (int j = 0; j < out_groups; j++)
     {
-        const afpvec4 b = bias_term == 1 ? buffer_ld4(bias_data, gy * out_groups + j) : afpvec4(0.f);
+        const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gy * out_groups + j]) : afpvec4(0.f);
         for (int i = 0; i < tile_w; i++)
             sum[i][j] = b;
     }

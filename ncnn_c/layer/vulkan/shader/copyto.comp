@@ -19,8 +19,12 @@ layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 #define bfpvec4 sfpvec4
 #endif
 
+// each buffer is bound twice, as vec4s for whole-channel runs and as scalars for the
+// rest: a 16-bit storage type allows no component access without fp16 arithmetic
 layout (binding = 0) readonly buffer bottom_blob { bfpvec4 bottom_blob_data[]; };
 layout (binding = 1) writeonly buffer top_blob { bfpvec4 top_blob_data[]; };
+layout (binding = 0) readonly buffer bottom_blob_1 { bfp bottom_blob_data_1[]; };
+layout (binding = 1) writeonly buffer top_blob_1 { bfp top_blob_data_1[]; };
 
 layout (push_constant) uniform parameter
 {
@@ -67,6 +71,5 @@ void main()
     const int gi = gz * p.cstep + gy * p.w + gx;
     const int oi = (gz + p.offset_c) * p.outcstep + ((z + p.offset_d) * p.outh + y + p.offset_y) * p.outw + gx + p.offset_x;
 
-    // one element of the vec4 views
-    top_blob_data[oi / 4][oi % 4] = bottom_blob_data[gi / 4][gi % 4];
+    top_blob_data_1[oi] = bottom_blob_data_1[gi];
 }

@@ -171,7 +171,7 @@ void main()
         for (int x = x0; x < x1; x++)
         {
             const int i = v_offset + y * p.w + x;
-            const afp v = afp(bottom_blob_data[i / 4][i % 4]);
+            const afp v = afpvec4(bottom_blob_data[i / 4])[i % 4];
             res = pooling_type == 0 ? max(res, v) : res + v;
         }
     }

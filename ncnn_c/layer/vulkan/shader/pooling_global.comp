@@ -12,10 +12,10 @@ layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 #if NCNN_fp16_packed && !NCNN_fp16_storage
 // fp16_packed packs elempack 4 blobs only: an elempack 1 blob stays fp32
 layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
-#define bottom_ld4(i) afpvec4(bottom_blob_data[i])
+#define bottom_ld4(i) vec4(bottom_blob_data[i])
 #else
 layout (binding = 0) readonly buffer bottom_blob { sfpvec4 bottom_blob_data[]; };
-#define bottom_ld4(i) buffer_ld4(bottom_blob_data, i)
+#define bottom_ld4(i) vec4(buffer_ld4(bottom_blob_data, i))
 #endif
 layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
 
@@ -35,33 +35,34 @@ void main()
     const int v_offset = q * p.cstep / 4;
     const int whole = p.size / 4;
     const int rest = p.size - whole * 4;
-    afpvec4 acc = pooling_type == 0 ? afpvec4(-3.402823466e+38f) : afpvec4(0.f);
+    // fp32 partials whatever afp is: a channel can hold thousands of values
+    vec4 acc = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
 
     for (int i = 0; i < whole; i++)
     {
-        const afpvec4 v = bottom_ld4(v_offset + i);
+        const vec4 v = bottom_ld4(v_offset + i);
         acc = pooling_type == 0 ? max(acc, v) : acc + v;
     }
 
     // the cstep padding after the last element is not data: mask it off
     if (rest > 0)
     {
-        afpvec4 v = bottom_ld4(v_offset + whole);
-        const afp neutral = pooling_type == 0 ? afp(-3.402823466e+38f) : afp(0.f);
+        vec4 v = bottom_ld4(v_offset + whole);
+        const float neutral = pooling_type == 0 ? -3.402823466e+38f : 0.f;
         v.y = rest > 1 ? v.y : neutral;
         v.z = rest > 2 ? v.z : neutral;
         v.w = neutral;
         acc = pooling_type == 0 ? max(acc, v) : acc + v;
     }
 
-    afp r;
+    float r;
     if (pooling_type == 0)
     {
         r = max(max(acc.x, acc.y), max(acc.z, acc.w));
     }
     else
     {
-        r = (acc.x + acc.y + acc.z + acc.w) / afp(p.size);
+        r = (acc.x + acc.y + acc.z + acc.w) / float(p.size);
     }
 
     buffer_st1(top_blob_data, q, r);

@@ -33,17 +33,19 @@ void main()
     const int t = l / p.inner;
     const int base = (t / p.mid) * p.cstep + (t % p.mid) * p.n * p.inner + i;
 
-    afp m = afp(-3.402823466e+38f);
+    // the reductions run in fp32 whatever afp is: a sum of a thousand exps in fp16 would
+    // lose whole percents (its ulp near 1000 is 0.5)
+    float m = -3.402823466e+38f;
     for (int k = 0; k < p.n; k++)
     {
-        m = max(m, buffer_ld1(bottom_top_blob_data, base + k * p.astride));
+        m = max(m, float(buffer_ld1(bottom_top_blob_data, base + k * p.astride)));
     }
 
-    afp sum = afp(0.f);
+    float sum = 0.f;
     for (int k = 0; k < p.n; k++)
     {
         const int idx = base + k * p.astride;
-        afp v = exp(buffer_ld1(bottom_top_blob_data, idx) - m);
+        const float v = exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
         buffer_st1(bottom_top_blob_data, idx, v);
         sum += v;
     }
@@ -51,6 +53,6 @@ void main()
     for (int k = 0; k < p.n; k++)
     {
         const int idx = base + k * p.astride;
-        buffer_st1(bottom_top_blob_data, idx, buffer_ld1(bottom_top_blob_data, idx) / sum);
+        buffer_st1(bottom_top_blob_data, idx, float(buffer_ld1(bottom_top_blob_data, idx)) / sum);
     }
 }

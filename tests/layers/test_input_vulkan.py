@@ -1,0 +1,21 @@
+"""Input on the GPU: a net of a lone Input hands its blob back unchanged in every form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import GPU_GRID, make_param, randn, rng, run_net_gpu
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("shape", [(7,), (8,), (8, 5), (5, 7, 9), (8, 7, 9), (4, 2, 3, 5)], ids=str)
+@pytest.mark.parametrize("name", list(GPU_GRID))
+def test_input_through_relu(shape, name):
+    """Input then ReLU(slope 1): exact in fp32, rounded to fp16 with fp16 storage or arithmetic."""
+    x = randn(rng("input", shape), shape)
+    ret, (out,) = run_net_gpu(make_param("ReLU", {0: 1.0}, [shape]), b"", [x], **GPU_GRID[name])
+    assert ret == 0
+    # fp16 blobs or fp16 arithmetic (the value passes through an afp) round to fp16
+    fp16 = GPU_GRID[name]["use_fp16_storage"] or GPU_GRID[name]["use_fp16_arithmetic"]
+    np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float32) if fp16 else x)
