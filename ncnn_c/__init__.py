@@ -66,12 +66,61 @@ _EXPORTS = {
     "copy_cut_border_3d": "mat_ops",
     "convert_packing": "mat_ops",
     "flatten": "mat_ops",
+    "BorderType": "mat_ops",
+    "resize_nearest": "mat_ops",
+    "resize_bilinear": "mat_ops",
+    "resize_bicubic": "mat_ops",
+    "cast_float32_to_float16": "mat_ops",
+    "cast_float16_to_float32": "mat_ops",
+    "cast_int8_to_float32": "mat_ops",
+    "cast_float32_to_bfloat16": "mat_ops",
+    "cast_bfloat16_to_float32": "mat_ops",
+    "quantize_to_int8": "mat_ops",
+    "VkAllocator": "gpu.vkallocator",
+    "VkBlobAllocator": "gpu.vkallocator",
+    "VkWeightAllocator": "gpu.vkallocator",
+    "VkStagingAllocator": "gpu.vkallocator",
+    "VkWeightStagingAllocator": "gpu.vkallocator",
+    "VkBufferMemory": "gpu.vkallocator",
+    "VkImageMemory": "gpu.vkallocator",
 }
+_EXPORTS.update(
+    dict.fromkeys(
+        (
+            "get_cpu_count",
+            "get_little_cpu_count",
+            "get_big_cpu_count",
+            "get_physical_cpu_count",
+            "get_physical_little_cpu_count",
+            "get_physical_big_cpu_count",
+            "cpu_support_x86_avx",
+            "cpu_support_x86_avx2",
+            "cpu_support_arm_neon",
+            "cpu_support_arm_vfpv4",
+            "cpu_support_arm_asimdhp",
+            "get_cpu_powersave",
+            "set_cpu_powersave",
+            "get_omp_num_threads",
+            "set_omp_num_threads",
+            "get_omp_dynamic",
+            "set_omp_dynamic",
+            "get_omp_thread_num",
+            "get_kmp_blocktime",
+            "set_kmp_blocktime",
+        ),
+        "cpu",
+    )
+)
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 def __getattr__(name: str):
+    if name == "ncnn":
+        # the PyPI package's names live in its extension module ``ncnn.ncnn``; ours, here
+        import sys
+
+        return sys.modules[__name__]
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'ncnn_c' has no attribute {name!r}")
@@ -81,4 +130,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return __all__
+    return [*__all__, "ncnn"]

@@ -1,9 +1,13 @@
-"""Whole-Mat operations of ncnn's mat.h: borders, element packing and flattening.
+"""Whole-Mat operations of ncnn's mat.h: borders, packing, flattening, resizing, casts.
 
 ``copy_make_border``, ``copy_make_border_3d``, ``copy_cut_border``, ``copy_cut_border_3d``,
-``convert_packing`` and ``flatten`` take the PyPI ``ncnn`` signatures: either
+``convert_packing``, ``flatten``, ``resize_nearest/bilinear/bicubic``, the ``cast_*``
+functions and ``quantize_to_int8`` take the PyPI ``ncnn`` signatures: either
 ``f(src, dst, ..., opt)`` filling ``dst`` in place (returns None) or ``f(src, ..., opt)``
 returning a new Mat. ``opt`` is optional and only its ``blob_allocator`` is used.
+
+As in ncnn's mat.cpp, resizing runs the Interp layer (output size ``w`` x ``h``, so a 1-D
+Mat becomes ``w`` planes and a 2-D Mat keeps its rows) and the casts run the Cast layer.
 
 Bad arguments (negative borders, a cut larger than the Mat, an unknown border type) log one
 line and leave ``dst`` empty, as ncnn does; nothing raises for data problems.
@@ -11,6 +15,7 @@ line and leave ``dst`` empty, as ncnn does; nothing raises for data problems.
 
 from __future__ import annotations
 
+import enum
 import logging
 from typing import Any
 
@@ -24,6 +29,14 @@ BORDER_CONSTANT = 0
 BORDER_REPLICATE = 1
 BORDER_REFLECT = 2
 BORDER_TRANSPARENT = -233
+
+
+class BorderType(enum.IntEnum):
+    """Border modes of ``copy_make_border`` (the PyPI enum; ncnn's BORDER_REFLECT = 2 works too)."""
+
+    BORDER_CONSTANT = 0
+    BORDER_REPLICATE = 1
+
 
 _NP_MODE: dict[int, Any] = {BORDER_REPLICATE: "edge", BORDER_REFLECT: "reflect"}
 
@@ -224,4 +237,138 @@ def flatten(src: Mat, *args: Any) -> Mat | None:
     n = int(np.prod(x.shape))
     out.create(n, elemsize=src.elemsize // src.elempack, elempack=1, allocator=_allocator(opt))
     out.tensor()[...] = x.reshape(-1)
+    return _finish(dst, out)
+
+
+# ---------------------------------------------------------------- through layers
+
+
+def _run_layer(layer_cls: Any, params: dict[int, Any], src: Mat, opt: Any, name: str) -> Mat:
+    """``src`` through a freshly built layer (ncnn's mat.cpp does the same); empty Mat on failure."""
+    from .option import Option
+    from .paramdict import ParamDict
+
+    if src.empty():
+        log.error("%s: empty src", name)
+        return Mat()
+    if src.elempack != 1:
+        log.error("%s: needs elempack 1, got %d", name, src.elempack)
+        return Mat()
+    pd = ParamDict()
+    for k, v in params.items():
+        pd.set(k, v)
+    layer = layer_cls()
+    run_opt = Option()
+    run_opt.blob_allocator = _allocator(opt)
+    if layer.load_param(pd) != 0 or layer.create_pipeline(run_opt) != 0:
+        return Mat()
+    out = Mat()
+    ret = layer.forward(src, out, run_opt)
+    if ret != 0:
+        log.error("%s: failed (%d)", name, ret)
+        return Mat()
+    return out
+
+
+def _resize(resize_type: int, name: str, src: Mat, args: tuple[Any, ...]) -> Mat | None:
+    from .layer.interp import Interp
+
+    dst, (w, h), opt = _split(args, 2, name)
+    w, h = int(w), int(h)
+    if w <= 0 or h <= 0:
+        log.error("%s: target size %dx%d", name, w, h)
+        return _finish(dst, Mat())
+    return _finish(dst, _run_layer(Interp, {0: resize_type, 3: h, 4: w}, src, opt, name))
+
+
+def resize_nearest(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] w, h[, opt])``: nearest-neighbour resize of every channel to ``w`` x ``h``."""
+    return _resize(1, "resize_nearest", src, args)
+
+
+def resize_bilinear(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] w, h[, opt])``: bilinear resize (ncnn's half-pixel centres)."""
+    return _resize(2, "resize_bilinear", src, args)
+
+
+def resize_bicubic(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] w, h[, opt])``: bicubic resize (Keys' kernel, A = -0.75)."""
+    return _resize(3, "resize_bicubic", src, args)
+
+
+def _cast(
+    type_from: int, type_to: int, scalar: int, name: str, src: Mat, args: tuple[Any, ...]
+) -> Mat | None:
+    from .layer.cast import Cast
+
+    dst, _, opt = _split(args, 0, name)
+    if not src.empty() and src.elemsize // max(1, src.elempack) != scalar:
+        log.error("%s: expects %d-byte elements, got elemsize %d", name, scalar, src.elemsize)
+        return _finish(dst, Mat())
+    return _finish(dst, _run_layer(Cast, {0: type_from, 1: type_to}, src, opt, name))
+
+
+def cast_float32_to_float16(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] [opt])``: fp16 copy (round to nearest even, overflow to inf)."""
+    return _cast(1, 2, 4, "cast_float32_to_float16", src, args)
+
+
+def cast_float16_to_float32(src: Mat, *args: Any) -> Mat | None:
+    return _cast(2, 1, 2, "cast_float16_to_float32", src, args)
+
+
+def cast_int8_to_float32(src: Mat, *args: Any) -> Mat | None:
+    return _cast(3, 1, 1, "cast_int8_to_float32", src, args)
+
+
+def cast_float32_to_bfloat16(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] [opt])``: bf16 bits in a 2-byte Mat (fp32 bits + 0x8000, top half)."""
+    return _cast(1, 4, 4, "cast_float32_to_bfloat16", src, args)
+
+
+def cast_bfloat16_to_float32(src: Mat, *args: Any) -> Mat | None:
+    return _cast(4, 1, 2, "cast_bfloat16_to_float32", src, args)
+
+
+def quantize_to_int8(src: Mat, *args: Any) -> Mat | None:
+    """``(src, [dst,] scale_data[, opt])``: int8 = round(x * scale), saturated to [-127, 127].
+
+    As ncnn's Quantize: one scale for everything, or one per channel (dims 3/4), per row
+    (dims 2) or per element (dims 1). Rounding is half away from zero; NaN gives -127.
+    """
+    name = "quantize_to_int8"
+    rest = list(args)
+    dst = rest.pop(0) if len(rest) >= 2 and isinstance(rest[0], Mat) and isinstance(rest[1], Mat) else None
+    if not rest or not isinstance(rest[0], Mat) or len(rest) > 2:
+        raise TypeError(f"{name}: expected (src, [dst,] scale_data[, opt])")
+    scale_mat = rest[0]
+    opt = rest[1] if len(rest) == 2 else None
+    if src.empty() or src.elemsize != 4 or src.elempack != 1:
+        log.error("%s: needs a non-empty fp32 Mat with elempack 1", name)
+        return _finish(dst, Mat())
+    scales = (
+        np.ascontiguousarray(scale_mat.tensor(), dtype=np.float32).reshape(-1)
+        if not scale_mat.empty()
+        else None
+    )
+    groups = {1: src.w, 2: src.h, 3: src.c, 4: src.c}[src.dims]
+    if scales is None or scales.size not in (1, groups):
+        log.error("%s: %s scales for %d groups", name, 0 if scales is None else scales.size, groups)
+        return _finish(dst, Mat())
+    x = src.tensor()
+    if scales.size == 1:
+        y = x * scales[0]
+    else:
+        y = x * scales.reshape((groups,) + (1,) * (x.ndim - 1))
+    with np.errstate(invalid="ignore"):
+        # roundf: half away from zero, decided on the exact fraction (y + 0.5 could round up)
+        r = np.trunc(y)
+        r += np.sign(y) * (np.abs(y - r) >= np.float32(0.5))
+        r[np.isnan(r)] = -127  # ncnn's int conversion of NaN gives INT_MIN, then saturates
+        np.clip(r, -127, 127, out=r)
+    out = Mat()
+    out.create(*src._shape_tuple(), elemsize=1, elempack=1, allocator=_allocator(opt))
+    if out.empty():
+        return _finish(dst, Mat())
+    out.tensor()[...] = r.astype(np.int8)
     return _finish(dst, out)

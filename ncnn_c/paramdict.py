@@ -121,7 +121,8 @@ class ParamDict:
         elif isinstance(value, str):
             self._params[id] = (7, value)
         elif _is_mat(value):
-            self._params[id] = (6, value)
+            # ncnn's set(id, Mat) tags 4, "array of unknown element type", as binary params
+            self._params[id] = (4, value)
         elif isinstance(value, (list, tuple, np.ndarray)):
             arr = np.asarray(value)
             if arr.dtype.kind in "iub":

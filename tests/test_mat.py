@@ -114,7 +114,7 @@ def test_bad_array_inputs_raise():
     with pytest.raises(ValueError):
         Mat(np.float32(3.0))
     with pytest.raises(ValueError):
-        Mat(3).create(3, n=2)
+        Mat(3).create(3, n=0)
 
 
 # ----------------------------------------------------------------------------- numpy interop

@@ -88,7 +88,7 @@ def test_set_and_get():
     pd.set(3, [1.0, 2.0])
     pd.set(4, [3, 4])
     pd.set(5, Mat(np.array([9.0], dtype=np.float32)))
-    assert (pd.type(0), pd.type(1), pd.type(2), pd.type(3), pd.type(4), pd.type(5)) == (2, 3, 7, 6, 5, 6)
+    assert (pd.type(0), pd.type(1), pd.type(2), pd.type(3), pd.type(4), pd.type(5)) == (2, 3, 7, 6, 5, 4)
     assert pd.get(0, 0) == 5 and pd.get(1, 0.0) == 2.5 and pd.get(2, "") == "abc"
     np.testing.assert_array_equal(np.asarray(pd.get(3, Mat())), [1.0, 2.0])
     np.testing.assert_array_equal(np.asarray(pd.get(4, Mat())).view(np.int32), [3, 4])

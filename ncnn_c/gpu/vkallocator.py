@@ -27,7 +27,7 @@ def _align(n: int, a: int) -> int:
 class VkBufferMemory:
     """A range of a device buffer: what a VkMat points at."""
 
-    __slots__ = ("buffer", "offset", "capacity", "memory", "mapped_ptr", "_block", "__weakref__")
+    __slots__ = ("buffer", "offset", "capacity", "memory", "mapped_ptr", "refcount", "_block", "__weakref__")
 
     def __init__(
         self, buffer, offset: int, capacity: int, memory, mapped_ptr: int | None, block=None
@@ -37,11 +37,32 @@ class VkBufferMemory:
         self.capacity = capacity
         self.memory = memory
         self.mapped_ptr = mapped_ptr
+        # ncnn counts the VkMats sharing a range here; ours are kept alive by Python references
+        self.refcount = 0
         self._block = block
 
     def __repr__(self) -> str:
         mapped = f" mapped=0x{self.mapped_ptr:x}" if self.mapped_ptr else ""
         return f"<VkBufferMemory offset={self.offset} capacity={self.capacity}{mapped}>"
+
+
+class VkImageMemory:
+    """ncnn's image-backed device memory (``width`` x ``height`` x ``depth`` texels).
+
+    ncnn_c computes on storage buffers only, so no allocator hands these out; the class exists
+    for code that names or inspects it (``fastMalloc(w, h, c, elemsize, elempack)`` returns None).
+    """
+
+    __slots__ = ("width", "height", "depth", "refcount", "__weakref__")
+
+    def __init__(self, width: int = 0, height: int = 0, depth: int = 0) -> None:
+        self.width = width
+        self.height = height
+        self.depth = depth
+        self.refcount = 0
+
+    def __repr__(self) -> str:
+        return f"<VkImageMemory {self.width}x{self.height}x{self.depth}>"
 
 
 class _Block:
@@ -104,6 +125,15 @@ class VkAllocator:
 
     def fastMalloc(self, size: int):
         raise NotImplementedError
+
+    @property
+    def buffer_memory_type_index(self) -> int:
+        """Vulkan memory type of this allocator's buffers (-1 before any is chosen)."""
+        return int(getattr(self, "type_index", -1))
+
+    @property
+    def image_memory_type_index(self) -> int:
+        return -1  # no images (see VkImageMemory)
 
     def fastFree(self, bm) -> None:
         raise NotImplementedError
@@ -180,7 +210,11 @@ class VkBlobAllocator(VkAllocator):
         _vk.destroy_buffer(dev, block.buffer)
         _vk.free_memory(dev, block.memory)
 
-    def fastMalloc(self, size: int):
+    def fastMalloc(self, size: int, *image_shape: int):
+        if image_shape:
+            # the PyPI overload fastMalloc(w, h, c, elemsize, elempack) asks for an image
+            log.error("VkAllocator.fastMalloc: image memory is not supported, use buffers")
+            return None
         size = _align(max(int(size), 4), self.alignment)
         with self._lock:
             if not self._alive:
@@ -205,7 +239,7 @@ class VkBlobAllocator(VkAllocator):
         return VkBufferMemory(block.buffer, off, size, block.memory, mapped, block)
 
     def fastFree(self, bm) -> None:
-        if bm is None:
+        if bm is None or isinstance(bm, VkImageMemory):
             return
         with self._lock:
             block = bm._block
@@ -257,6 +291,15 @@ class VkStagingAllocator(VkBlobAllocator):
     memory_kind = "staging"
     block_size = 16 << 20
     keep_oversize = False  # a 100 MB weight staging buffer should not outlive its upload
+    size_compare_ratio = 0.75
+
+    def set_size_compare_ratio(self, scr: float) -> None:
+        """ncnn's reuse threshold for staging buffers; sub-allocation here makes it advisory."""
+        scr = float(scr)
+        if not 0.0 <= scr <= 1.0:
+            log.error("VkStagingAllocator.set_size_compare_ratio: %g not in [0, 1]", scr)
+            return
+        self.size_compare_ratio = scr
 
 
 class VkWeightStagingAllocator(VkStagingAllocator):

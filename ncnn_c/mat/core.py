@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import logging
 import numbers
+import sys
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -74,6 +75,47 @@ def _shape_args(args, what: str) -> tuple[int, ...]:
         raise TypeError(f"Mat.{what}: expected 1 to 4 sizes (w, h, d, c), got {len(args)}")
     names = ("w", "h", "c") if len(args) == 3 else ("w", "h", "d", "c")
     return tuple([_check_int(names[i], a) for i, a in enumerate(args)])
+
+
+class _Ref:
+    """The storage's reference count, as ncnn keeps one per allocation.
+
+    Every Mat sharing an allocation (copies, ``share_from``, dense ``reshape``) holds the same
+    ``_Ref``, so the count is Python's own reference count of it, at no cost per share; views
+    (``channel``, ``row_range`` ...) and foreign memory hold none, as in ncnn (refcount None).
+    ``extra`` is what ``addref()`` added and ``release()`` took back without a Mat to drop.
+    """
+
+    __slots__ = ("extra",)
+
+    def __init__(self) -> None:
+        self.extra = 0
+
+
+def _holders(ref: _Ref) -> int:
+    return sys.getrefcount(ref)
+
+
+class _Calibrate:
+    __slots__ = ("_ref",)
+    _ref: _Ref
+
+
+def _calibrate() -> int:
+    """What ``_holders`` reports for a _Ref held by exactly one attribute."""
+    holder = _Calibrate()
+    holder._ref = _Ref()
+    return _holders(holder._ref) - 1
+
+
+_REF_BASE = _calibrate()
+
+
+def _batch_step(cstep: int, c: int, elemsize: int, n: int) -> int:
+    """Elements between batch items: one item's channels, padded to 4096 bytes when n > 1."""
+    if n <= 1 or not elemsize:
+        return cstep * c
+    return alignSize(cstep * c * elemsize, 4096) // elemsize
 
 
 class Mat:
@@ -140,14 +182,23 @@ class Mat:
                 f"Mat: expected sizes, a shape tuple, a Mat or an array, got {type(first).__name__}"
             )
         if not isinstance(first, (numbers.Integral, tuple, list)):
-            if len(args) != 1:
-                raise TypeError("Mat(array): takes one array")
-            self._init_from_array(np.asarray(first), allocator=allocator, elempack=1)
+            if len(args) == 2:
+                batch_index = args[1]  # PyPI: Mat(array, batch_index)
+            elif len(args) != 1:
+                raise TypeError("Mat(array): takes one array (and a batch_index)")
+            arr = np.asarray(first)
+            batch_index = _check_int("batch_index", batch_index)
+            if batch_index != 233:
+                self._init_batch_from_array(arr, batch_index, allocator)
+                return
+            self._init_from_array(arr, allocator=allocator, elempack=1)
             return
         self.create(*args, elemsize=elemsize, elempack=elempack, allocator=allocator)
 
     def _reset(self) -> None:
         self._data: np.ndarray | None = None
+        self._ref: _Ref | None = None
+        self._nstep = 0
         self.dims = 0
         self.w = 0
         self.h = 0
@@ -182,6 +233,30 @@ class Mat:
             # bytes are copied as they are (uint8 -> int8, int32 -> float32 bits), as PyPI ncnn does
             t[...] = arr.view(t.dtype)
 
+    def _init_batch_from_array(self, arr: np.ndarray, batch_index: int, allocator) -> None:
+        """PyPI's ``Mat(array, batch_index)``: axis ``batch_index`` of ``array`` is the batch."""
+        if not 0 <= batch_index < arr.ndim:
+            raise ValueError(
+                f"Mat(array, batch_index): axis {batch_index} out of range for shape {arr.shape}"
+            )
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        if arr.dtype.kind not in "fiub" or arr.dtype.itemsize not in (1, 2, 4):
+            raise TypeError(
+                f"Mat(array): unsupported dtype {arr.dtype} (use float32, float16, int8 or uint8)"
+            )
+        items = np.moveaxis(arr, batch_index, 0)
+        if not 1 <= items.ndim - 1 <= 4:
+            raise ValueError(
+                f"Mat(array, batch_index): items must have 1 to 4 dimensions, got shape {arr.shape}"
+            )
+        self.create(
+            *reversed(items.shape[1:]), elemsize=arr.dtype.itemsize, allocator=allocator, n=items.shape[0]
+        )
+        if self._data is not None:
+            t = self.numpy("", 0)
+            t[...] = items.view(t.dtype)
+
     @classmethod
     def from_tensor(cls, arr, allocator=None, elempack: int = 1) -> Mat:
         """A new Mat holding a copy of ``arr`` (shape (w,), (h,w), (c,h,w), (c,d,h,w) [+ (elempack,)])."""
@@ -215,42 +290,62 @@ class Mat:
         dims, w, h, d, c = unpack_shape(shape)
         self.dims, self.w, self.h, self.d, self.c = dims, w, h, d, c
         self.n = 1
+        self._nstep = 0
         self.elemsize, self.elempack = elemsize, elempack
         self.cstep = _cstep_for(dims, w, h, d, elemsize)
 
     def create(self, *args, elemsize: int = 4, elempack: int = 1, allocator=None, n: int = 1) -> None:
-        """(Re)allocate for shape w[,h[,d],c]; keeps the storage if nothing changed (as ncnn)."""
+        """(Re)allocate for shape w[,h[,d],c] (``n`` items of it, ``nstep`` apart); keeps the
+        storage if nothing changed (as ncnn)."""
         shape = _shape_args(args, "create")
         elemsize = _check_int("elemsize", elemsize)
         elempack = _check_int("elempack", elempack)
+        n = _check_int("n", n)
         if elemsize == 0 or elempack == 0:
             raise ValueError("Mat.create: elemsize and elempack must be >= 1")
-        if n != 1:
-            raise ValueError("Mat.create: batch n != 1 is not supported")
+        if n == 0:
+            raise ValueError("Mat.create: batch n must be >= 1")
         if (
             self._data is not None
             and self.dims == len(shape)
             and self._shape_tuple() == shape
             and self.elemsize == elemsize
             and self.elempack == elempack
+            and self.n == n
             and self.allocator is allocator
         ):
             return
         self.release()
         self.allocator = allocator
         self._set_shape(shape, elemsize, elempack)
-        nbytes = self.cstep * self.c * elemsize
+        if n > 1:
+            self.n = n
+            self._nstep = _batch_step(self.cstep, self.c, elemsize, n)
+        nbytes = self.nstep * n * elemsize
         if nbytes > 0:
             self._data = _allocate(nbytes, allocator)
+            if self._data is not None:
+                self._ref = _Ref()
 
-    def create_like(self, m, allocator=None) -> None:
-        """Allocate the shape, elemsize and elempack of ``m`` (a Mat or VkMat)."""
+    def create_like(self, m, *args, allocator=None) -> None:
+        """``create_like(m[, n][, allocator])``: the shape, elemsize and elempack of ``m`` (a Mat
+        or VkMat), ``n`` batch items (default ``m.n``)."""
+        n = getattr(m, "n", 1)
+        if len(args) == 2:
+            n, allocator = args
+        elif len(args) == 1:
+            if isinstance(args[0], numbers.Integral) and not isinstance(args[0], bool):
+                n = args[0]
+            else:
+                allocator = args[0]
+        elif args:
+            raise TypeError("Mat.create_like(m[, n][, allocator])")
         dims = m.dims
         if dims == 0:
             self.release()
             return
         shape = ((m.w,), (m.w, m.h), (m.w, m.h, m.c), (m.w, m.h, m.d, m.c))[dims - 1]
-        self.create(*shape, elemsize=m.elemsize, elempack=m.elempack, allocator=allocator)
+        self.create(*shape, elemsize=m.elemsize, elempack=m.elempack, allocator=allocator, n=n)
 
     def _shape_tuple(self) -> tuple[int, ...]:
         if self.dims == 1:
@@ -271,6 +366,8 @@ class Mat:
         if other is self:
             return self
         self._data = other._data
+        self._ref = other._ref
+        self._nstep = other._nstep
         self.dims, self.w, self.h, self.d, self.c, self.n = (
             other.dims,
             other.w,
@@ -284,15 +381,23 @@ class Mat:
         return self
 
     def addref(self) -> None:
-        """Reference counting is Python's; kept for API compatibility."""
+        """Count one more user of the storage (ncnn's manual ``addref``); the memory itself
+        lives as long as Python references it."""
+        if self._ref is not None:
+            self._ref.extra += 1
 
     @property
-    def refcount(self) -> int:
-        return 0 if self._data is None else 1
+    def refcount(self) -> int | None:
+        """How many Mats share this allocation (plus ``addref`` calls); None for empty Mats,
+        views and foreign memory, as the PyPI package reports."""
+        if self._ref is None:
+            return None
+        return _holders(self._ref) - _REF_BASE + self._ref.extra
 
     @property
     def nstep(self) -> int:
-        return self.cstep * self.c
+        """Elements from one batch item to the next (``cstep * c`` when n == 1)."""
+        return self._nstep or self.cstep * self.c
 
     # ------------------------------------------------------------------ queries
 
@@ -300,7 +405,8 @@ class Mat:
         return self._data is None or self.total() == 0
 
     def total(self) -> int:
-        return self.cstep * self.c * self.n
+        """Elements of one batch item, channel padding included (ncnn's ``cstep * c``)."""
+        return self.cstep * self.c
 
     def elembits(self) -> int:
         return self.elemsize * 8 // self.elempack if self.elempack else 0
@@ -318,6 +424,7 @@ class Mat:
             (self.w, self.h, self.d, self.c * ep),
         )[self.dims - 1]
         m._set_shape(shape, 4, 1)
+        m.n = self.n
         return m
 
     def __len__(self) -> int:
@@ -326,8 +433,8 @@ class Mat:
     def __repr__(self) -> str:
         return (
             f"<ncnn_c.Mat w={self.w} h={self.h} d={self.d} c={self.c} dims={self.dims} n={self.n} "
-            f"cstep={self.cstep} elemsize={self.elemsize} elempack={self.elempack} "
-            f"data=0x{self.data_ptr():x} allocator={type(self.allocator).__name__ if self.allocator else None}>"
+            f"cstep={self.cstep} nstep={self.nstep} elemsize={self.elemsize} elempack={self.elempack} "
+            f"refcount={self.refcount} data=0x{self.data_ptr():x} allocator={type(self.allocator).__name__ if self.allocator else None}>"
         )
 
     # ------------------------------------------------------------------ raw access
@@ -375,13 +482,29 @@ class Mat:
         return chans.reshape((c, d, h, w, *pack))
 
     def numpy(self, format: str = "", batch_index: int = 233) -> np.ndarray:
-        """A numpy view of the data ('' by elemsize, 'f' float32, 'i' int32, 'd' float64)."""
+        """A numpy view of the data ('' by elemsize, 'f' float32, 'i' int32, 'd' float64).
+
+        ``batch_index`` 233 (the default) views batch item 0 only; any other value views all
+        ``n`` items with the batch axis at that position of the numpy shape, as PyPI ncnn.
+        """
+        dt = None
         if format:
             dt = _FORMAT_DTYPES.get(format)
             if dt is None:
                 raise ValueError(f"Mat.numpy: unknown format {format!r} (use 'f', 'i' or 'd')")
-            return self.tensor(dt)
-        return self.tensor()
+        one = self.tensor(dt)
+        batch_index = _check_int("batch_index", batch_index)
+        if batch_index == 233:
+            return one
+        if not 0 <= batch_index <= one.ndim:
+            raise ValueError(f"Mat.numpy: batch_index {batch_index} out of range 0..{one.ndim}")
+        if self._data is None or self.dims == 0:
+            return np.moveaxis(one[np.newaxis], 0, batch_index)
+        step = self.nstep * self.elemsize
+        items = np.lib.stride_tricks.as_strided(
+            one, shape=(self.n, *one.shape), strides=(step, *one.strides), writeable=True
+        )
+        return np.moveaxis(items, 0, batch_index)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         t = self.tensor()
@@ -423,11 +546,11 @@ class Mat:
         m.create_like(self, allocator=allocator)
         if m._data is None:
             return Mat()
-        if m.cstep == self.cstep:
-            assert self._data is not None  # not empty()
+        assert self._data is not None  # not empty()
+        if m.cstep == self.cstep and m.nstep == self.nstep and len(self._data) >= len(m._data):
             m._data[...] = self._data[: len(m._data)]
         else:
-            m.tensor()[...] = self.tensor()
+            m.numpy("", 0)[...] = self.numpy("", 0)
         return m
 
     def clone_from(self, m: Mat, allocator=None) -> None:
@@ -452,14 +575,21 @@ class Mat:
         src_dense = self.dims < 3 or self.c == 1 or self.cstep == self.w * self.h * self.d
         dst_dense = new.dims < 3 or new.cstep == new.w * new.h * new.d
         if src_dense and dst_dense:
-            new._data = self._data[: new.cstep * new.c * new.elemsize]
+            # same bytes per item: share the allocation (and its reference count), as ncnn
+            new._data = self._data[
+                : max(new.cstep * new.c, self.nstep * (self.n - 1) + new.cstep * new.c) * new.elemsize
+            ]
+            new._ref = self._ref
             new.allocator = self.allocator
+            if self.n > 1:
+                new.n, new._nstep = self.n, self.nstep
             return new
-        new.create(*shape, elemsize=self.elemsize, elempack=self.elempack, allocator=allocator)
+        new.create(*shape, elemsize=self.elemsize, elempack=self.elempack, allocator=allocator, n=self.n)
         if new._data is None:
             return Mat()
-        src = np.ascontiguousarray(self.tensor()).reshape(-1)
-        new.tensor()[...] = src.reshape(new.tensor().shape)
+        src = self.numpy("", 0)
+        dst = new.numpy("", 0)
+        dst[...] = np.ascontiguousarray(src).reshape(dst.shape)
         return new
 
     # ------------------------------------------------------------------ views
@@ -523,9 +653,13 @@ class Mat:
         return self._view(x * self.elemsize, 1, n, 1, 1, 1, n)
 
     def batch(self, b: int) -> Mat:
-        """Batch ``b`` (only batch 0 exists: ncnn_c Mats have n = 1)."""
+        """Batch item ``b`` as a Mat (n = 1) viewing this Mat's memory."""
         self._check_range("batch", b, 1, self.n)
-        return Mat(self)
+        if self.n == 1:
+            return Mat(self)
+        return self._view(
+            self.nstep * b * self.elemsize, self.dims, self.w, self.h, self.d, self.c, self.cstep
+        )
 
     # copy.copy shares like ncnn's copy constructor; deepcopy and pickling copy the data
     # (a plain deepcopy would duplicate the allocator and lose the block's give-back).
@@ -538,6 +672,8 @@ class Mat:
     def __reduce__(self):
         if self.empty():
             return (Mat, ())
+        if self.n > 1:
+            return (Mat, (np.array(self.numpy("", 0)), 0))  # Mat(array, batch_index=0)
         return (_unpickle_mat, (np.array(self.tensor()), self.elempack))
 
 

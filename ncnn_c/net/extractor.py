@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._native.blas import single_threaded as single_threaded_blas
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
@@ -96,6 +97,15 @@ class Extractor(VulkanForward):
     def set_staging_vkallocator(self, allocator) -> None:
         self.opt.staging_vkallocator = allocator
 
+    def set_kvcache_allocator(self, allocator) -> None:
+        self.opt.kvcache_allocator = allocator
+
+    def set_kvcache_vkallocator(self, allocator) -> None:
+        self.opt.kvcache_vkallocator = allocator
+
+    def set_kvcache_max_seqlen_hint(self, max_seqlen_hint: int) -> None:
+        self.opt.kvcache_max_seqlen_hint = int(max_seqlen_hint)
+
     def set_option(self, opt: Option) -> None:
         self.opt = opt.copy()
 
@@ -127,11 +137,10 @@ class Extractor(VulkanForward):
                     what, key, net.input_names(), net.output_names(),
                 )  # fmt: skip
             return index
-        try:
-            index = int(key)
-        except (TypeError, ValueError):
-            log.error("%s: blob must be a name or an index, got %r", what, key)
-            return -1
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            # a programming error, not a data problem: PyPI's binding raises TypeError too
+            raise TypeError(f"{what}(): blob must be a name (str) or an index (int), got {type(key).__name__}")
+        index = int(key)
         if not 0 <= index < len(self._mats):
             log.error("%s: blob index %d out of range 0..%d", what, index, len(self._mats) - 1)
             return -1
@@ -139,11 +148,10 @@ class Extractor(VulkanForward):
 
     # -- input / extract ----------------------------------------------------------------------
     def input(self, key, mat: Mat) -> int:
+        if not isinstance(mat, Mat):
+            raise TypeError(f"input(): expected a Mat, got {type(mat).__name__}")
         index = self._blob_index(key, "input")
         if index < 0:
-            return -1
-        if not isinstance(mat, Mat):
-            log.error("input: expected a Mat, got %s", type(mat).__name__)
             return -1
         m = Mat()
         m.share_from(mat)
@@ -177,7 +185,9 @@ class Extractor(VulkanForward):
                 if self._net._gpu_ready and self.opt.use_vulkan_compute:
                     ret = self._extract_vk(index)
                 else:
-                    ret = self._run_plan(index, self._forward_cpu)
+                    # our kernels split large products over their own pool (see _native.blas)
+                    with single_threaded_blas():
+                        ret = self._run_plan(index, self._forward_cpu)
                 if ret != 0:
                     return ret, Mat()
         except Exception as e:  # noqa: BLE001 - a bug must not escape as an exception
