@@ -4,12 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ncnn_c-setup
 
-.PHONY: setup demo test test-slow lint bench native capi clean
+.PHONY: setup demo test test-slow lint bench native capi wheel clean
 
 # the native builders skip their work when their outputs are newer than their inputs
 setup: $(STAMP) native capi
 
-$(STAMP): pyproject.toml
+# the editable install compiles the native extensions in place (setup.py's build_ext);
+# `native` below then finds them current and only rebuilds after a source change
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -43,5 +45,9 @@ test-slow: setup
 bench: setup
 	$(PY) examples/bench_cold_warm.py
 
+# a platform wheel with the native extensions and the C API kit, into dist/
+wheel: $(STAMP)
+	$(PY) -m pip wheel . --no-deps -w dist
+
 clean:
-	rm -rf $(VENV) capi/build ncnn_c/_native/*.so models/*.vkcache
+	rm -rf $(VENV) build dist capi/build ncnn_c/_native/*.so models/*.vkcache

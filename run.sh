@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")"
 
-APT_PACKAGES="make gcc g++ binutils vulkan-validationlayers python3 python3-venv python3-dev libvulkan1 mesa-vulkan-drivers vulkan-tools libvulkan-dev libshaderc-dev glslang-dev glslang-tools spirv-tools postgresql"
+APT_PACKAGES="make gcc g++ binutils vulkan-validationlayers python3 python3-venv python3-dev libvulkan1 mesa-vulkan-drivers vulkan-tools libvulkan-dev libshaderc-dev glslang-dev glslang-tools spirv-tools postgresql cmake pkg-config libsqlite3-dev"
 
 install_debian_packages() {
     missing=""

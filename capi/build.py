@@ -1,6 +1,7 @@
 """Build ``libncnn_c.so``: ncnn's C API as a cffi-embedded shared object.
 
-One source of truth: ``capi/include/ncnn/c_api.h``. Every ``NCNN_EXPORT ret name(args);``
+One source of truth: ``capi/include/ncnn/c_api.h`` (ncnn's functions) and ``c_api_ext.h``
+(ours, beside it). Every ``NCNN_EXPORT ret name(args);``
 line there becomes
 
 * a plain exported C function that first asks the guard whether the embedded Python is
@@ -12,10 +13,13 @@ line there becomes
 
 The build refuses to link when the header and ``ncnn_c.capi.EXPORTS`` disagree.
 
-Usage (also through ``python -m ncnn_c.capi``):
-    python capi/build.py --build [--build-dir DIR]
-    python capi/build.py --cflags
-    python capi/build.py --libs [--build-dir DIR]
+Usage (also through ``python -m ncnn_c.capi`` and ``python -m ncnn_c capi``):
+    python capi/build.py --build [--build-dir DIR | --prefix DIR]
+    python capi/build.py --cflags [--prefix DIR]
+    python capi/build.py --libs [--build-dir DIR | --prefix DIR]
+
+``--prefix DIR`` installs like a C library: DIR/lib/libncnn_c.so, DIR/include/ncnn/*.h,
+DIR/lib/pkgconfig/ncnn_c.pc and DIR/lib/cmake/ncnn_c/ncnn_cConfig.cmake.
 """
 
 from __future__ import annotations
@@ -23,18 +27,41 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import site
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CAPI = ROOT / "capi"
+# This file runs from two places: capi/ of a source checkout, and ncnn_c/_capi_data/ of an
+# installed package (the wheel copies the header, this file and bridge.py there).
+CAPI = Path(__file__).resolve().parent
+INSTALLED = CAPI.name == "_capi_data"
+ROOT = CAPI.parent.parent if INSTALLED else CAPI.parent  # the directory that holds ncnn_c/
 INCLUDE = CAPI / "include"
 HEADER = INCLUDE / "ncnn" / "c_api.h"
+# our own functions, not ncnn's: same line format, kept apart so c_api.h stays exactly ncnn's
+EXT_HEADER = INCLUDE / "ncnn" / "c_api_ext.h"
 BRIDGE = CAPI / "bridge.py"
-DEFAULT_BUILD_DIR = CAPI / "build"
+VERSION = "0.1.0"
+
+
+def _default_build_dir() -> Path:
+    """capi/build in a checkout; the per-user cache directory for an installed package
+    (site-packages may be read-only, and is shared by every user of the interpreter)."""
+    if not INSTALLED:
+        return CAPI / "build"
+    sys.path.insert(0, str(ROOT))
+    try:
+        from ncnn_c.cachestore import default_cache_dir
+    finally:
+        sys.path.pop(0)
+    tag = sysconfig.get_config_var("SOABI") or "py"
+    return Path(default_cache_dir()) / "capi" / tag
+
+
 LIBNAME = "ncnn_c"
 MODULE = "_ncnn_c_embed"  # the CPython module name cffi gives the embedded side
 ENV_PYTHONPATH = "NCNN_C_PYTHONPATH"
@@ -310,7 +337,7 @@ def generate(funcs: list[Func], types_cdef: str, paths: list[str]) -> tuple[str,
         .replace("@ENV_PYTHONPATH@", ENV_PYTHONPATH)
         .replace("@IMPL_DECLS@", decls)
     )
-    src = ['#include "ncnn/c_api.h"', guard]
+    src = ['#include "ncnn/c_api.h"', '#include "ncnn/c_api_ext.h"', guard]
     for f in funcs:
         cdef.append(f'extern "Python" {f.ret} _impl_{f.name}({f.c_params()});')
         body = []
@@ -334,10 +361,12 @@ def generate(funcs: list[Func], types_cdef: str, paths: list[str]) -> tuple[str,
     return "\n".join(cdef), "\n".join(src), init
 
 
-def build(build_dir: Path) -> Path:
+def build(build_dir: Path, tmp_dir: Path | None = None) -> Path:
+    """Compile into ``build_dir`` (the objects into ``tmp_dir``, default the same directory)."""
     import cffi
 
     funcs_types, funcs = parse_header(HEADER.read_text())
+    funcs += parse_header(EXT_HEADER.read_text())[1]
     problems = check_against_capi(funcs)
     if problems:
         raise SystemExit("capi/build.py: header and ncnn_c.capi disagree:\n  " + "\n  ".join(problems))
@@ -359,48 +388,140 @@ def build(build_dir: Path) -> Path:
         extra_link_args=[f"-Wl,-rpath,{libdir}"] if libdir else [],
     )
     build_dir.mkdir(parents=True, exist_ok=True)
-    out = ffi.compile(tmpdir=str(build_dir), target=f"lib{LIBNAME}.so", verbose=False)
+    tmp = tmp_dir or build_dir
+    tmp.mkdir(parents=True, exist_ok=True)
+    built = Path(ffi.compile(tmpdir=str(tmp), target=f"lib{LIBNAME}.so", verbose=False))
+    out = build_dir / built.name
+    if built.resolve() != out.resolve():
+        # copy then rename: a program already running from this path keeps its old mapping
+        partial = out.with_name(f"{out.name}.tmp.{os.getpid()}")
+        shutil.copyfile(built, partial)
+        os.replace(partial, out)
     _write_pkgconfig(build_dir)
-    return Path(out)
+    return out
+
+
+def install_prefix(prefix: Path) -> Path:
+    """Build and install under ``prefix`` as a C library is installed: lib/, include/, pkg-config,
+    CMake. Returns the library's path."""
+    lib = prefix / "lib"
+    inc = prefix / "include" / "ncnn"
+    with tempfile.TemporaryDirectory(prefix="ncnn_c_capi_") as tmp:
+        out = build(lib, Path(tmp))
+    (lib / f"{LIBNAME}.pc").unlink(missing_ok=True)  # the prefix's own .pc goes to lib/pkgconfig
+    inc.mkdir(parents=True, exist_ok=True)
+    for h in sorted((INCLUDE / "ncnn").glob("*.h")):
+        shutil.copyfile(h, inc / h.name)
+    pc = lib / "pkgconfig"
+    pc.mkdir(parents=True, exist_ok=True)
+    (pc / f"{LIBNAME}.pc").write_text(
+        f"prefix={prefix}\nincludedir=${{prefix}}/include\nlibdir=${{prefix}}/lib\n\n"
+        f"Name: {LIBNAME}\nDescription: ncnn's C API over ncnn_c (embedded Python)\nVersion: {VERSION}\n"
+        "Cflags: -I${includedir} -I${includedir}/ncnn\n"
+        f"Libs: -L${{libdir}} -l{LIBNAME} -Wl,-rpath,${{libdir}}\n"
+    )
+    cm = lib / "cmake" / LIBNAME
+    cm.mkdir(parents=True, exist_ok=True)
+    (cm / f"{LIBNAME}Config.cmake").write_text(_CMAKE_CONFIG)
+    (cm / f"{LIBNAME}ConfigVersion.cmake").write_text(_CMAKE_VERSION.replace("@VERSION@", VERSION))
+    return out
+
+
+# Paths are found relative to this file (lib/cmake/ncnn_c/), so the prefix can be moved.
+_CMAKE_CONFIG = """# ncnn_c: ncnn's C API over ncnn_c. Provides the imported target ncnn_c::ncnn_c.
+get_filename_component(_ncnn_c_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET ncnn_c::ncnn_c)
+    add_library(ncnn_c::ncnn_c SHARED IMPORTED)
+    set_target_properties(ncnn_c::ncnn_c PROPERTIES
+        IMPORTED_LOCATION "${_ncnn_c_prefix}/lib/libncnn_c.so"
+        IMPORTED_NO_SONAME TRUE
+        INTERFACE_INCLUDE_DIRECTORIES "${_ncnn_c_prefix}/include;${_ncnn_c_prefix}/include/ncnn")
+endif()
+set(ncnn_c_INCLUDE_DIRS "${_ncnn_c_prefix}/include;${_ncnn_c_prefix}/include/ncnn")
+set(ncnn_c_LIBRARIES ncnn_c::ncnn_c)
+set(ncnn_c_FOUND TRUE)
+unset(_ncnn_c_prefix)
+"""
+
+_CMAKE_VERSION = """set(PACKAGE_VERSION "@VERSION@")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+    set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+    if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+        set(PACKAGE_VERSION_EXACT TRUE)
+    endif()
+endif()
+"""
 
 
 def _write_pkgconfig(build_dir: Path) -> None:
     (build_dir / f"{LIBNAME}.pc").write_text(
         f"prefix={build_dir}\nincludedir={INCLUDE}\nlibdir={build_dir}\n\n"
-        f"Name: {LIBNAME}\nDescription: ncnn's C API over ncnn_c (embedded Python)\nVersion: 0.1.0\n"
+        f"Name: {LIBNAME}\nDescription: ncnn's C API over ncnn_c (embedded Python)\nVersion: {VERSION}\n"
         f"Cflags: {cflags()}\nLibs: {libs(build_dir)}\n"
     )
 
 
-def cflags() -> str:
-    return f"-I{INCLUDE} -I{INCLUDE / 'ncnn'}"
+def cflags(prefix: Path | None = None) -> str:
+    inc = prefix / "include" if prefix else INCLUDE
+    return f"-I{inc} -I{inc / 'ncnn'}"
 
 
 def libs(build_dir: Path) -> str:
     return f"-L{build_dir} -l{LIBNAME} -Wl,-rpath,{build_dir}"
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ncnn_c.capi", description="build / locate libncnn_c.so")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--build", action="store_true", help="build libncnn_c.so")
+    g.add_argument("--build", action="store_true", help="build libncnn_c.so (prints its path)")
     g.add_argument("--cflags", action="store_true", help="print compiler flags")
     g.add_argument("--libs", action="store_true", help="print linker flags")
-    ap.add_argument(
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument(
         "--build-dir",
-        default=os.environ.get(ENV_BUILD_DIR) or str(DEFAULT_BUILD_DIR),
-        help=f"where the library goes (default capi/build, env {ENV_BUILD_DIR})",
+        default=os.environ.get(ENV_BUILD_DIR),
+        help=f"where the library goes (env {ENV_BUILD_DIR}; default: capi/build in a source checkout, "
+        "the user cache directory for an installed package)",
     )
-    a = ap.parse_args(argv)
-    build_dir = Path(a.build_dir).resolve()
-    if a.cflags:
-        print(cflags())
-    elif a.libs:
-        print(libs(build_dir))
-    else:
-        out = build(build_dir)
-        print(out)
+    where.add_argument(
+        "--prefix",
+        help="install as a C library: PREFIX/lib/libncnn_c.so, PREFIX/include/ncnn, "
+        "PREFIX/lib/pkgconfig/ncnn_c.pc, PREFIX/lib/cmake/ncnn_c/",
+    )
+
+
+def run(a: argparse.Namespace) -> int:
+    try:
+        if a.prefix:
+            prefix = Path(a.prefix).expanduser().resolve()
+            if a.cflags:
+                print(cflags(prefix))
+            elif a.libs:
+                print(libs(prefix / "lib"))
+            else:
+                print(install_prefix(prefix))
+            return 0
+        build_dir = Path(a.build_dir).expanduser().resolve() if a.build_dir else _default_build_dir()
+        if a.cflags:
+            print(cflags())
+        elif a.libs:
+            print(libs(build_dir))
+        else:
+            print(build(build_dir))
+    except OSError as e:
+        print(f"ncnn_c capi: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # the C compiler (distutils) reports failures as various exception types
+        print(f"ncnn_c capi: build failed: {e}", file=sys.stderr)
+        return 1
     return 0
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ncnn_c.capi", description="build / locate libncnn_c.so")
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

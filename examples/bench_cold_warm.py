@@ -24,8 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "models")
 
 CHILD_NCNN_C = r"""
-import json, sys, time
-sys.path.insert(0, {root!r})
+import json, time
 import numpy as np
 import ncnn_c as ncnn
 cache_path = {cache!r}
@@ -85,7 +84,7 @@ def main() -> int:
     weights = os.path.join(MODELS, "squeezenet_v1.1.bin")
     with tempfile.TemporaryDirectory() as tmp:
         cache = os.path.join(tmp, "squeezenet.ncnn.vkcache")
-        fmt = dict(root=ROOT, cache=cache, param=param, bin=weights)
+        fmt = dict(cache=cache, param=param, bin=weights)
         cold, warm, ref = [], [], []
         for _ in range(args.repeat):
             if os.path.exists(cache):

@@ -1,111 +1,89 @@
-"""Keep the Vulkan pipeline cache as bytes in SQLite, as a service would keep it in its database.
+"""Keep the Vulkan pipeline cache in SQLite, as a service keeps its state in a database.
 
-    python examples/cache_sqlite.py [--db cache.sqlite3]
+    python examples/cache_sqlite.py [IMAGE] [--db FILE] [--models DIR]
 
-Uses the handle API (``ncnn_c.capi``: the functions of the C library, callable from Python):
-``ncnn_pipelinecache_load_memory`` before loading the model, ``ncnn_pipelinecache_save_memory``
-after it. One row per (model, device identity): a cache made for another GPU or driver would be
-rejected by the library anyway, keying by identity just keeps one valid row per device.
-Run it twice: the second run loads the cache from the database and compiles nothing.
+``ncnn_c.cachestore.SqliteStore`` holds one row per (model, device class): the cache is
+loaded into a ``PipelineCache`` before the model is loaded (a missing or rejected row is a
+cache miss, never an error) and saved back, merged with what other processes stored, after
+the first inference. Run it twice: the second run loads the cache and compiles nothing.
+The database defaults to ``pipeline_cache.sqlite3`` in the per-user cache directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+import numpy as np
+from PIL import Image
 
-import ncnn_c  # noqa: E402
-from ncnn_c import capi  # noqa: E402
+import ncnn_c as ncnn
+from ncnn_c.cachestore import SqliteStore, default_cache_dir, device_key
 
-MODELS = os.path.join(os.path.dirname(HERE), "models")
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 MODEL = "squeezenet_v1.1"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS pipeline_cache (
-    model   TEXT NOT NULL,
-    device  TEXT NOT NULL,
-    data    BLOB NOT NULL,
-    saved   REAL NOT NULL,
-    PRIMARY KEY (model, device)
-)
-"""
-
-
-def device_key(index: int) -> str:
-    info = ncnn_c.get_gpu_info(index)
-    return f"{info.device_name()}|{info.driver_name()}|{info.driver_version()}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", default=os.path.join(MODELS, "pipeline_cache.sqlite3"))
+    ap.add_argument("image", nargs="?", default=os.path.join(MODELS, "256-ncnn.png"))
+    ap.add_argument("--db", default=os.path.join(default_cache_dir(), "pipeline_cache.sqlite3"))
     ap.add_argument("--models", default=MODELS)
     args = ap.parse_args()
 
-    db = sqlite3.connect(args.db)
-    db.execute(SCHEMA)
-    key = (MODEL, device_key(0))
-
-    pc = capi.ncnn_pipelinecache_create(0)
-    row = db.execute("SELECT data FROM pipeline_cache WHERE model = ? AND device = ?", key).fetchone()
-    # a missing or rejected cache is a cache miss, never an error for the application
-    loaded = row is not None and capi.ncnn_pipelinecache_load_memory(pc, row[0], len(row[0])) == 0
-
-    net = capi.ncnn_net_create()
-    capi.ncnn_net_set_vulkan_device(net, 0)
-    opt = capi.ncnn_net_get_option(net)  # the net's own option: flags set here change the net
-    capi.ncnn_option_set_use_vulkan_compute(opt, 1)
-    capi.ncnn_option_set_pipeline_cache(opt, pc)
-    t0 = time.perf_counter()
-    if (
-        capi.ncnn_net_load_param(net, os.path.join(args.models, MODEL + ".param")) != 0
-        or capi.ncnn_net_load_model(net, os.path.join(args.models, MODEL + ".bin")) != 0
-    ):
-        print("failed to load the model", file=sys.stderr)
+    vkdev = ncnn.get_gpu_device(0)
+    if vkdev is None:
+        print("no Vulkan device", file=sys.stderr)
         return 1
-    load_ms = (time.perf_counter() - t0) * 1000
+    os.makedirs(os.path.dirname(os.path.abspath(args.db)), exist_ok=True)
+    with SqliteStore(args.db) as store:
+        cache = ncnn.PipelineCache(vkdev)
+        loaded = store.load_into(cache, MODEL) == 0
 
-    # one inference, so that every pipeline has been used once before saving
-    mat = capi.ncnn_mat_create_3d(227, 227, 3, 0)
-    capi.ncnn_mat_fill_float(mat, 0.5)
-    ex = capi.ncnn_extractor_create(net)
-    capi.ncnn_extractor_input(ex, "data", mat)
-    ret, out = capi.ncnn_extractor_extract(ex, "prob")
-    if ret != 0:
-        print("extract failed", file=sys.stderr)
-        return 1
-    classes = capi.ncnn_mat_get_w(out)
+        net = ncnn.Net()
+        net.opt.use_vulkan_compute = True
+        net.set_vulkan_device(vkdev)
+        net.opt.pipeline_cache = cache
+        t0 = time.perf_counter()
+        if (
+            net.load_param(os.path.join(args.models, MODEL + ".param")) != 0
+            or net.load_model(os.path.join(args.models, MODEL + ".bin")) != 0
+        ):
+            print("failed to load the model", file=sys.stderr)
+            return 1
+        load_ms = (time.perf_counter() - t0) * 1000
 
-    data = capi.ncnn_pipelinecache_save_memory(pc)
-    if data is None:
-        print("saving the cache failed", file=sys.stderr)
-        return 1
-    db.execute(
-        "INSERT OR REPLACE INTO pipeline_cache (model, device, data, saved) VALUES (?, ?, ?, ?)",
-        (*key, sqlite3.Binary(data), time.time()),
-    )
-    db.commit()
-    db.close()
+        with Image.open(args.image) as im:
+            bgr = np.ascontiguousarray(np.asarray(im.convert("RGB"))[:, :, ::-1])
+        mat = ncnn.Mat.from_pixels_resize(
+            bgr, ncnn.Mat.PixelType.PIXEL_BGR, bgr.shape[1], bgr.shape[0], 227, 227
+        )
+        mat.substract_mean_normalize([104.0, 117.0, 123.0], [])
+        ex = net.create_extractor()
+        ex.input("data", mat)
+        ret, out = ex.extract("prob")
+        if ret != 0:
+            print("extract failed", file=sys.stderr)
+            return 1
+        top = int(np.argmax(np.array(out)))
 
-    for h, destroy in (
-        (out, capi.ncnn_mat_destroy),
-        (mat, capi.ncnn_mat_destroy),
-        (ex, capi.ncnn_extractor_destroy),
-        (net, capi.ncnn_net_destroy),
-        (pc, capi.ncnn_pipelinecache_destroy),
-    ):
-        destroy(h)
+        # merge: another process may have stored pipelines of other shapes meanwhile
+        if store.save_from(cache, MODEL, merge=True) != 0:
+            print("saving the cache failed", file=sys.stderr)
+            return 1
+        dkey = device_key(vkdev)
+        size = len(store.get(MODEL, dkey) or b"")
 
+    with open(os.path.join(args.models, "synset_words.txt"), encoding="utf-8") as f:
+        label = f.read().splitlines()[top].partition(" ")[2]
+    stats = cache.stats()
     print(
         f"cache from SQLite: {'loaded' if loaded else 'miss'}; load_model {load_ms:.1f} ms; "
-        f"{classes} classes out; {len(data)} cache bytes stored for {key[1]!r}"
+        f"compiled {stats['compiled']} shaders; {size} cache bytes stored for device {dkey} in {args.db}"
     )
+    print(f"top class {top}: {label}")
     return 0
 
 

@@ -1,10 +1,12 @@
-"""Classify an image with SqueezeNet v1.1, keeping the Vulkan pipeline cache next to the model.
+"""Classify an image with SqueezeNet v1.1, keeping the Vulkan pipeline cache between runs.
 
-    python examples/squeezenet.py [image.png] [--cpu] [--models DIR]
-    python examples/squeezenet.py --cold-warm     # run twice in fresh processes: no cache, then with it
+    python examples/squeezenet.py [IMAGE] [--cpu] [--models DIR] [--cache FILE]
+    python examples/squeezenet.py --cold-warm    # twice in fresh processes: without the cache, then with it
 
-The first run on a machine compiles every shader (cold); later runs load
-``squeezenet_v1.1.ncnn.vkcache`` and compile nothing (warm).
+The first run on a machine compiles every shader (cold); later runs load the cache file and
+compile nothing (warm). The cache file goes to the per-user cache directory
+(``ncnn_c.cachestore.default_cache_dir()``, ``$NCNN_C_CACHE_DIR`` to move it), one per model
+and device, unless ``--cache`` names another.
 """
 
 from __future__ import annotations
@@ -17,24 +19,27 @@ import sys
 import time
 
 import numpy as np
+from PIL import Image
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
+import ncnn_c as ncnn
+from ncnn_c.cachestore import default_cache_dir, device_key
 
-from pngread import read_png  # noqa: E402
-
-import ncnn_c as ncnn  # noqa: E402
-
-DEFAULT_MODELS = os.path.join(os.path.dirname(HERE), "models")
+DEFAULT_MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+MODEL = "squeezenet_v1.1"
 
 
-def classify(image_path: str, models: str, use_gpu: bool) -> dict:
-    """Load the net (with the cache on the GPU), run one image, return timings and the top 5."""
-    param = os.path.join(models, "squeezenet_v1.1.param")
-    weights = os.path.join(models, "squeezenet_v1.1.bin")
-    cache_path = os.path.join(models, "squeezenet_v1.1.ncnn.vkcache")
+def load_labels(models: str) -> list[str]:
+    """ImageNet's class names (``synset_words.txt``: a WordNet id, then the names)."""
+    with open(os.path.join(models, "synset_words.txt"), encoding="utf-8") as f:
+        return [line.strip().partition(" ")[2] for line in f if line.strip()]
 
+
+def default_cache_path(vkdev) -> str:
+    return os.path.join(default_cache_dir(), f"{MODEL}-{device_key(vkdev)}.vkcache")
+
+
+def classify(image_path: str, models: str, use_gpu: bool, cache_path: str | None) -> dict:
+    """Load the net (with the pipeline cache on the GPU), run one image, return timings and the top 5."""
     net = ncnn.Net()
     net.opt.use_vulkan_compute = use_gpu
     cache = None
@@ -44,18 +49,22 @@ def classify(image_path: str, models: str, use_gpu: bool) -> dict:
         if vkdev is None:
             raise SystemExit("no Vulkan device: run with --cpu")
         net.set_vulkan_device(vkdev)
+        cache_path = cache_path or default_cache_path(vkdev)
         cache = ncnn.PipelineCache(vkdev)
-        # a rejected or missing cache file is only a cache miss
+        # a missing or rejected cache file is only a cache miss
         cache_loaded = os.path.exists(cache_path) and cache.load_cache(cache_path) == 0
-        net.opt.pipeline_cache = cache
+        net.opt.pipeline_cache = cache  # before load_model: pipelines are made there
 
     t0 = time.perf_counter()
-    if net.load_param(param) != 0 or net.load_model(weights) != 0:
-        raise SystemExit("failed to load the model")
+    if net.load_param(os.path.join(models, MODEL + ".param")) != 0:
+        raise SystemExit("failed to load the param file")
+    if net.load_model(os.path.join(models, MODEL + ".bin")) != 0:
+        raise SystemExit("failed to load the weights")
     t1 = time.perf_counter()
 
-    rgba = read_png(image_path)
-    bgr = np.ascontiguousarray(rgba[:, :, [2, 1, 0]])
+    # SqueezeNet was trained on BGR images with the mean subtracted and no scaling
+    with Image.open(image_path) as im:
+        bgr = np.ascontiguousarray(np.asarray(im.convert("RGB"))[:, :, ::-1])
     h, w = bgr.shape[:2]
     mat_in = ncnn.Mat.from_pixels_resize(bgr, ncnn.Mat.PixelType.PIXEL_BGR, w, h, 227, 227)
     mat_in.substract_mean_normalize([104.0, 117.0, 123.0], [])
@@ -70,11 +79,13 @@ def classify(image_path: str, models: str, use_gpu: bool) -> dict:
     top5 = [(int(i), float(scores[i])) for i in np.argsort(-scores)[:5]]
 
     stats = {}
-    if cache is not None:
+    if cache is not None and cache_path:
         stats = cache.stats()
+        os.makedirs(os.path.dirname(os.path.abspath(cache_path)), exist_ok=True)
         cache.save_cache(cache_path)
     return {
         "device": "vulkan" if use_gpu else "cpu",
+        "cache_path": cache_path if use_gpu else None,
         "cache_loaded": cache_loaded,
         "load_model_s": t1 - t0,
         "first_inference_s": t2 - t1,
@@ -83,20 +94,23 @@ def classify(image_path: str, models: str, use_gpu: bool) -> dict:
     }
 
 
-def cold_warm(image_path: str, models: str) -> int:
-    """Run the classification twice in fresh processes: without the cache file, then with it."""
-    cache_path = os.path.join(models, "squeezenet_v1.1.ncnn.vkcache")
+def cold_warm(image_path: str, models: str, cache_path: str | None) -> int:
+    """Classify twice in fresh processes: without the cache file, then with the one the first run saved."""
+    if cache_path is None:
+        vkdev = ncnn.get_gpu_device(0)
+        if vkdev is None:
+            raise SystemExit("no Vulkan device: the cold/warm demo needs one")
+        cache_path = default_cache_path(vkdev)
     if os.path.exists(cache_path):
-        os.remove(cache_path)
+        os.remove(cache_path)  # this example's own file: the cold run must start without it
     runs = []
     for label in ("cold", "warm"):
-        cmd = [sys.executable, __file__, image_path, "--models", models, "--json"]
+        cmd = [sys.executable, __file__, image_path, "--models", models, "--cache", cache_path, "--json"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             sys.stderr.write(res.stdout + res.stderr)
             return res.returncode
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        runs.append((label, r))
+        runs.append((label, json.loads(res.stdout.strip().splitlines()[-1])))
     for label, r in runs:
         s = r["stats"]
         print(
@@ -105,8 +119,10 @@ def cold_warm(image_path: str, models: str) -> int:
             f"compiled={s.get('compiled')} spirv_hits={s.get('spirv_hits')} "
             f"artifact_hits={s.get('artifact_hits')} pipelines={s.get('pipelines_created')}"
         )
-    top = runs[-1][1]["top5"]
-    print("top-5 (class index, score):", ", ".join(f"{i}:{p:.4f}" for i, p in top))
+    print(f"cache file: {cache_path}")
+    labels = load_labels(models)
+    for i, p in runs[-1][1]["top5"]:
+        print(f"  {p:.4f}  class {i:3d}  {labels[i]}")
     same = runs[0][1]["top5"][0][0] == runs[1][1]["top5"][0][0]
     print("cold and warm agree on the top class:", same)
     return 0 if same else 1
@@ -115,23 +131,25 @@ def cold_warm(image_path: str, models: str) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("image", nargs="?", default=os.path.join(DEFAULT_MODELS, "256-ncnn.png"))
-    ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--models", default=DEFAULT_MODELS, help="directory with the model and synset_words.txt")
     ap.add_argument("--cpu", action="store_true", help="run on the CPU instead of Vulkan")
+    ap.add_argument("--cache", help="the pipeline cache file (default: in the per-user cache directory)")
     ap.add_argument("--cold-warm", action="store_true", help="time a cold and a warm start")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cold_warm:
-        return cold_warm(args.image, args.models)
-    r = classify(args.image, args.models, use_gpu=not args.cpu)
+        return cold_warm(args.image, args.models, args.cache)
+    r = classify(args.image, args.models, not args.cpu, args.cache)
     if args.json:
         print(json.dumps(r))
-    else:
-        print(
-            f"{r['device']}: load_model {r['load_model_s'] * 1000:.1f} ms, first inference "
-            f"{r['first_inference_s'] * 1000:.1f} ms, cache file loaded: {r['cache_loaded']}"
-        )
-        for i, p in r["top5"]:
-            print(f"  class {i}: {p:.4f}")
+        return 0
+    print(
+        f"{r['device']}: load_model {r['load_model_s'] * 1000:.1f} ms, first inference "
+        f"{r['first_inference_s'] * 1000:.1f} ms, cache file loaded: {r['cache_loaded']}"
+    )
+    labels = load_labels(args.models)
+    for i, p in r["top5"]:
+        print(f"  {p:.4f}  class {i:3d}  {labels[i]}")
     return 0
 
 

@@ -111,21 +111,39 @@ def __dir__() -> list[str]:
     return sorted(set(__all__) | set(globals()))
 
 
-def _main(argv: list[str] | None = None) -> int:
-    """``python -m ncnn_c.capi --build | --cflags | --libs``: thin front of capi/build.py."""
+def _build_module():
+    """capi/build.py as a module: the copy inside the package (a wheel install), else the source
+    checkout's; None when neither exists."""
     import importlib.util
     import sys
     from pathlib import Path
 
-    build_py = Path(__file__).resolve().parent.parent.parent / "capi" / "build.py"
-    spec = importlib.util.spec_from_file_location("_ncnn_c_capi_build", build_py)
-    if spec is None or spec.loader is None or not build_py.exists():
+    pkg = Path(__file__).resolve().parent.parent
+    for build_py in (pkg / "_capi_data" / "build.py", pkg.parent / "capi" / "build.py"):
+        if not build_py.is_file():
+            continue
+        name = "_ncnn_c_capi_build"
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(build_py):
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, build_py)
+        if spec is None or spec.loader is None:
+            continue
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(mod)
+        return mod
+    return None
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """``python -m ncnn_c.capi --build | --cflags | --libs [--prefix DIR | --build-dir DIR]``."""
+    import sys
+
+    mod = _build_module()
+    if mod is None:
         print(
-            f"ncnn_c.capi: {build_py} not found (the C library builds from a source checkout)",
+            "ncnn_c.capi: the C API build kit (build.py, include/) is missing from this install",
             file=sys.stderr,
         )
-        return 2
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(mod)
+        return 1
     return int(mod.main(sys.argv[1:] if argv is None else argv))

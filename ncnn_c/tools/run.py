@@ -1,0 +1,328 @@
+"""``python -m ncnn_c run``: one image through a model, on the CPU or on Vulkan.
+
+    python -m ncnn_c run MODEL.param MODEL.bin IMAGE [--device cpu|vulkan] [--gpu N]
+                         [--size WxH] [--mean B,G,R] [--norm B,G,R] [--rgb]
+                         [--labels FILE] [--top K] [--cache URL | --no-cache] [--json]
+
+The image (any format Pillow reads) is resized to the model's input size (from its Input
+layer, else ``--size``), as packed BGR unless ``--rgb``, and ``--mean`` / ``--norm`` are
+applied as ``Mat.substract_mean_normalize`` does. For a model whose file name starts with
+``squeezenet`` the ImageNet mean 104,117,123 is the default.
+
+Every output blob is printed with its shape and min / mean / max. An output of N scores
+whose labels file has N lines is classified: the top K with class names. The labels file is
+``--labels`` or ``synset_words.txt`` next to the .param (one class a line; a leading WordNet id
+such as ``n01440764`` is dropped); without one, class indexes are printed.
+
+On Vulkan the pipeline cache is kept in a store (``--cache``, default
+``sqlite:///<cache dir>/pipelines.sqlite3`` under ``ncnn_c.cachestore.default_cache_dir()``),
+keyed by the .param's digest and the device, so a second run compiles nothing.
+
+Exit codes: 0 done, 1 the model or the image failed to load or to run, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+LABEL_FILES = ("synset_words.txt", "labels.txt")
+SQUEEZENET_MEAN = (104.0, 117.0, 123.0)
+
+
+class Failure(Exception):
+    """The model or the image failed: exit code 1."""
+
+
+class UsageError(Exception):
+    """Bad option values: exit code 2."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("param", help="the model's .param (text) file")
+    p.add_argument("bin", help="the model's .bin weights")
+    p.add_argument("image", help="an image file (PNG, JPEG, ... anything Pillow reads)")
+    p.add_argument("--device", choices=("cpu", "vulkan"), default="cpu", help="where to run (default cpu)")
+    p.add_argument("--gpu", type=int, default=None, help="Vulkan device index (default: the default GPU)")
+    p.add_argument("--size", help="input size WxH when the Input layer does not give it (default 224x224)")
+    p.add_argument("--mean", help="per-channel mean to subtract, e.g. 104,117,123")
+    p.add_argument("--norm", help="per-channel scale applied after the mean, e.g. 0.017,0.017,0.017")
+    p.add_argument("--rgb", action="store_true", help="feed RGB instead of BGR (ncnn's usual order)")
+    p.add_argument("--labels", help="class names, one a line (default: synset_words.txt next to the .param)")
+    p.add_argument("--top", type=int, default=5, help="how many classes to print (default 5)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache", help="pipeline cache store URL (sqlite:///..., file:///..., postgresql://...)"
+    )
+    cache.add_argument("--no-cache", action="store_true", help="do not load or save a pipeline cache")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _floats(text: str | None, what: str) -> list[float]:
+    if not text:
+        return []
+    try:
+        vals = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{what} {text!r}: expected comma-separated numbers") from None
+    if len(vals) not in (1, 3):
+        raise UsageError(f"{what} {text!r}: expected 1 or 3 values")
+    return vals * 3 if len(vals) == 1 else vals
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    parts = text.lower().split("x")
+    try:
+        w, h = (int(v) for v in parts) if len(parts) == 2 else (int(parts[0]), int(parts[0]))
+    except ValueError:
+        raise UsageError(f"--size {text!r}: expected WxH") from None
+    if w <= 0 or h <= 0:
+        raise UsageError(f"--size {text!r}: sizes must be positive")
+    return w, h
+
+
+def read_labels(path: str | os.PathLike) -> list[str]:
+    """Class names from a text file, one a line; a leading WordNet id (``n01440764 ``) is dropped."""
+    names = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        head, _, rest = line.partition(" ")
+        if rest and len(head) == 9 and head[0] == "n" and head[1:].isdigit():
+            line = rest
+        names.append(line)
+    return names
+
+
+def find_labels(param: str, given: str | None) -> list[str] | None:
+    if given:
+        try:
+            return read_labels(given)
+        except OSError as e:
+            raise UsageError(f"--labels: {e}") from None
+    for name in LABEL_FILES:
+        cand = Path(param).resolve().parent / name
+        if cand.is_file():
+            return read_labels(cand)
+    return None
+
+
+def _progress(total: int, desc: str):
+    """A tqdm bar on stderr that appears only once the work has taken a second."""
+    try:
+        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # tqdm is optional: no bar
+        return None
+    return tqdm(total=total, desc=desc, delay=1.0, file=sys.stderr, leave=False)
+
+
+def _step(bar, label: str) -> None:
+    if bar is not None:
+        bar.set_postfix_str(label, refresh=False)
+        bar.update(1)
+
+
+def _load_image(path: str, rgb: bool):
+    import numpy as np
+
+    try:
+        from PIL import Image
+    except ImportError:
+        raise Failure("reading images needs Pillow: pip install pillow") from None
+    try:
+        with Image.open(path) as im:
+            arr = np.asarray(im.convert("RGB"))
+    except (OSError, ValueError) as e:
+        raise Failure(f"cannot read image {path}: {e}") from None
+    return np.ascontiguousarray(arr if rgb else arr[:, :, ::-1])
+
+
+def _input_size(net, given: tuple[int, int] | None) -> tuple[str, int, int]:
+    from .bench import input_specs
+
+    specs = input_specs(net)
+    if not specs:
+        raise Failure("the model has no Input layer")
+    name, shape = specs[0]
+    if given:
+        return name, given[0], given[1]
+    if shape is not None and len(shape) == 3:
+        return name, shape[0], shape[1]
+    return name, 224, 224
+
+
+def infer(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+
+    import ncnn_c as ncnn
+
+    size = _size(args.size)
+    mean = _floats(args.mean, "--mean")
+    norm = _floats(args.norm, "--norm")
+    if not mean and not args.mean and Path(args.param).name.lower().startswith("squeezenet"):
+        mean = list(SQUEEZENET_MEAN)
+    if args.top <= 0:
+        raise UsageError("--top must be positive")
+    labels = find_labels(args.param, args.labels)
+    for f in (args.param, args.bin, args.image):
+        if not os.path.isfile(f):
+            raise Failure(f"{f}: no such file")
+
+    bar = _progress(4, f"run {Path(args.param).stem}")
+    try:
+        net = ncnn.Net()
+        cache = store = None
+        cache_loaded = False
+        model_key = ""
+        if args.device == "vulkan":
+            vkdev = ncnn.get_gpu_device(args.gpu)
+            if vkdev is None:
+                raise Failure("no Vulkan device (see `python -m ncnn_c info`); run with --device cpu")
+            net.opt.use_vulkan_compute = True
+            net.set_vulkan_device(vkdev)
+            if not args.no_cache:
+                from ncnn_c.cachestore import default_cache_dir, open_store
+
+                url = args.cache or f"sqlite:///{os.path.join(default_cache_dir(), 'pipelines.sqlite3')}"
+                if url.startswith("sqlite:///"):
+                    os.makedirs(os.path.dirname(url[len("sqlite://") :]) or ".", exist_ok=True)
+                try:
+                    store = open_store(url)
+                except Exception as e:
+                    raise UsageError(f"--cache {url!r}: {e}") from None
+                digest = hashlib.sha256(Path(args.param).read_bytes()).hexdigest()[:16]
+                model_key = f"{Path(args.param).stem}-{digest}"
+                cache = ncnn.PipelineCache(vkdev)
+                cache_loaded = store.load_into(cache, model_key) == 0  # a miss is not an error
+                net.opt.pipeline_cache = cache
+
+        t0 = time.perf_counter()
+        if net.load_param(args.param) != 0:
+            raise Failure(f"cannot load {args.param} (see the message above)")
+        _step(bar, "param")
+        if net.load_model(args.bin) != 0:
+            raise Failure(f"cannot load {args.bin} (see the message above)")
+        _step(bar, "weights")
+        t1 = time.perf_counter()
+
+        in_name, w, h = _input_size(net, size)
+        pixels = _load_image(args.image, args.rgb)
+        ptype = ncnn.Mat.PixelType.PIXEL_RGB if args.rgb else ncnn.Mat.PixelType.PIXEL_BGR
+        mat = ncnn.Mat.from_pixels_resize(pixels, ptype, pixels.shape[1], pixels.shape[0], w, h)
+        if mean or norm:
+            mat.substract_mean_normalize(mean, norm)
+        _step(bar, "image")
+
+        ex = net.create_extractor()
+        if ex.input(in_name, mat) != 0:
+            raise Failure(f"cannot feed input blob {in_name!r}")
+        outputs = []
+        for name in net.output_names():
+            ret, out = ex.extract(name)
+            if ret != 0:
+                raise Failure(f"extracting {name!r} failed ({ret})")
+            a = np.array(out, dtype=np.float32)
+            entry: dict[str, Any] = {
+                "name": name,
+                "shape": _ncnn_shape(out),
+                "min": float(a.min()) if a.size else 0.0,
+                "mean": float(a.mean()) if a.size else 0.0,
+                "max": float(a.max()) if a.size else 0.0,
+            }
+            flat = a.reshape(-1)
+            # scores of N classes: N labels, or ImageNet's 1000 when there is no labels file
+            if flat.size == (len(labels) if labels is not None else 1000):
+                top = np.argsort(-flat, kind="stable")[: args.top]
+                entry["top"] = [
+                    {"class": int(i), "score": float(flat[i]), "label": labels[i] if labels else None}
+                    for i in top
+                ]
+            outputs.append(entry)
+        _step(bar, "inference")
+        t2 = time.perf_counter()
+    finally:
+        if bar is not None:
+            bar.close()
+
+    result: dict[str, Any] = {
+        "model": args.param,
+        "device": args.device,
+        "input": {
+            "blob": in_name,
+            "w": w,
+            "h": h,
+            "mean": mean,
+            "norm": norm,
+            "order": "RGB" if args.rgb else "BGR",
+        },
+        "load_ms": (t1 - t0) * 1000,
+        "inference_ms": (t2 - t1) * 1000,
+        "outputs": outputs,
+        "labels": labels is not None,
+    }
+    if cache is not None and store is not None:
+        saved = store.save_from(cache, model_key, merge=True) == 0
+        st = cache.stats()
+        result["cache"] = {
+            "store": repr(store),
+            "loaded": cache_loaded,
+            "saved": saved,
+            "compiled": st.get("compiled"),
+        }
+        store.close()
+    return result
+
+
+def _ncnn_shape(m) -> list[int]:
+    """The shape in ncnn's order: w, h, d, c, as many of them as the Mat has dims."""
+    sizes = {1: (m.w,), 2: (m.w, m.h), 3: (m.w, m.h, m.c), 4: (m.w, m.h, m.d, m.c)}
+    return [int(v) for v in sizes.get(int(m.dims), ())]
+
+
+def _print_text(r: dict[str, Any]) -> None:
+    i = r["input"]
+    print(
+        f"{r['model']} on {r['device']}: load {r['load_ms']:.1f} ms, inference {r['inference_ms']:.1f} ms; "
+        f"input {i['blob']!r} {i['w']}x{i['h']} {i['order']}"
+    )
+    if "cache" in r:
+        c = r["cache"]
+        print(
+            f"pipeline cache {c['store']}: loaded={c['loaded']} compiled={c['compiled']} saved={c['saved']}"
+        )
+    for o in r["outputs"]:
+        shape = "x".join(map(str, o["shape"]))
+        print(f"output {o['name']!r} [{shape}] min {o['min']:.6g} mean {o['mean']:.6g} max {o['max']:.6g}")
+        for t in o.get("top", []):
+            label = t["label"] if t["label"] is not None else "(no labels file)"
+            print(f"  {t['score']:.4f}  class {t['class']:4d}  {label}")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        r = infer(args)
+    except UsageError as e:
+        print(f"ncnn_c run: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except Failure as e:
+        print(f"ncnn_c run: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
+        print(json.dumps(r, indent=2))
+    else:
+        _print_text(r)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ncnn_c run", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
