@@ -28,7 +28,9 @@ class ExpandDims(Layer):
         self.one_blob_only = True
         self.support_inplace = False
 
-    def forward(self, bottom: Mat, top: Mat, opt) -> int:
+    def out_shape(self, bottom) -> tuple[int, ...] | None:
+        """The numpy shape of the output for a blob with ``bottom``'s dims and sizes; None
+        (logged) when the axes do not fit."""
         shape = numpy_shape(bottom)
         outdims = len(shape) + self.axes.size
         axes = {a + outdims if a < 0 else a for a in self.axes.tolist()}
@@ -39,10 +41,15 @@ class ExpandDims(Layer):
                 self.axes.tolist(),
                 len(shape),
             )
+            return None
+        rest = iter(shape)
+        return tuple(1 if i in axes else next(rest) for i in range(outdims))
+
+    def forward(self, bottom: Mat, top: Mat, opt) -> int:
+        out = self.out_shape(bottom)
+        if out is None:
             return -1
-        if not axes:
+        if len(out) == bottom.dims:
             top.share_from(bottom)
             return 0
-        rest = iter(shape)
-        out = tuple(1 if i in axes else next(rest) for i in range(outdims))
         return share_reshaped(self, bottom, top, out, opt)

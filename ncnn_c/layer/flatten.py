@@ -13,5 +13,9 @@ class Flatten(Layer):
         self.one_blob_only = True
         self.support_inplace = False
 
+    def out_shape(self, bottom) -> tuple[int, ...]:
+        """The numpy shape of the output for a blob with ``bottom``'s w, h, d, c."""
+        return (bottom.w * bottom.h * bottom.d * bottom.c,)
+
     def forward(self, bottom: Mat, top: Mat, opt) -> int:
-        return share_reshaped(self, bottom, top, (bottom.w * bottom.h * bottom.d * bottom.c,), opt)
+        return share_reshaped(self, bottom, top, self.out_shape(bottom), opt)

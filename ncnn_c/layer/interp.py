@@ -308,11 +308,15 @@ class Interp(Layer):
     def _nearest(self, x: np.ndarray, dst: np.ndarray, resize_h: bool, step_y, step_x) -> None:
         c, h, w = x.shape
         outh, outw = dst.shape[1:]
-        ws = np.float32(w) / np.float32(outw) if step_x is None else np.float32(step_x)
-        ix = np.minimum((np.arange(outw, dtype=np.float32) * ws).astype(np.int64), w - 1)
+        ix = nearest_index(w, outw, step_x)
         if not resize_h:
             dst[...] = x[:, :, ix]
             return
-        hs = np.float32(h) / np.float32(outh) if step_y is None else np.float32(step_y)
-        iy = np.minimum((np.arange(outh, dtype=np.float32) * hs).astype(np.int64), h - 1)
+        iy = nearest_index(h, outh, step_y)
         dst[...] = x[:, iy[:, None], ix[None, :]]
+
+
+def nearest_index(n: int, out: int, step: float | None) -> np.ndarray:
+    """Source index of every output position of nearest resizing along an axis of ``n``."""
+    s = np.float32(n) / np.float32(out) if step is None else np.float32(step)
+    return np.minimum((np.arange(out, dtype=np.float32) * s).astype(np.int64), n - 1)

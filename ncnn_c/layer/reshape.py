@@ -150,10 +150,18 @@ class Reshape(Layer):
             bottoms, bottom, top = bottom, bottom[0], top[0]
         else:
             bottoms = [bottom]
+        shape = self.out_shape(bottom, bottoms)
+        if shape is None:
+            return -1
+        return share_reshaped(self, bottom, top, shape, opt)
+
+    def out_shape(self, bottom, bottoms) -> tuple[int, ...] | None:
+        """The numpy shape of the output for ``bottom`` (anything with dims, w, h, d, c; the
+        shape expression also sees ``bottoms``); None (logged) when it cannot be made."""
         if self._shape_expr is not None:
             params = self._expr_sizes(bottoms)
             if params is None:
-                return -1
+                return None
         else:
             names = ("w", "h", "d", "c") if self.out_rank() == 4 else ("w", "h", "c")[: self.out_rank()]
             params = {n: getattr(self, n) for n in names}
@@ -173,5 +181,5 @@ class Reshape(Layer):
         shape = tuple(sizes[n] for n in reversed(names))
         if any(s <= 0 for s in shape) or known <= 0:
             log.error("Reshape %r: cannot reshape %s to %s", self.name, numpy_shape(bottom), shape)
-            return -1
-        return share_reshaped(self, bottom, top, shape, opt)
+            return None
+        return shape

@@ -41,7 +41,9 @@ class Squeeze(Layer):
         self.one_blob_only = True
         self.support_inplace = False
 
-    def forward(self, bottom: Mat, top: Mat, opt) -> int:
+    def out_shape(self, bottom) -> tuple[int, ...] | None:
+        """The numpy shape of the output for a blob with ``bottom``'s dims and sizes; None
+        (logged) when an axis is out of range."""
         dims = bottom.dims
         shape = numpy_shape(bottom)
         if self.axes.size:
@@ -50,13 +52,18 @@ class Squeeze(Layer):
                 axis = a + dims if a < 0 else a
                 if not 0 <= axis < dims:
                     log.error("Squeeze %r: axis %d out of range for %d-D input", self.name, a, dims)
-                    return -1
+                    return None
                 chosen.add(axis)
         else:
             flags = {"w": self.squeeze_w, "h": self.squeeze_h, "d": self.squeeze_d, "c": self.squeeze_c}
             chosen = {i for i, n in enumerate(_AXIS_NAMES[dims]) if flags[n]}
-        out = tuple(s for i, s in enumerate(shape) if not (i in chosen and s == 1)) or (1,)
-        if out == shape:
+        return tuple(s for i, s in enumerate(shape) if not (i in chosen and s == 1)) or (1,)
+
+    def forward(self, bottom: Mat, top: Mat, opt) -> int:
+        out = self.out_shape(bottom)
+        if out is None:
+            return -1
+        if out == numpy_shape(bottom):
             top.share_from(bottom)
             return 0
         return share_reshaped(self, bottom, top, out, opt)
