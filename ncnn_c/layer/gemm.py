@@ -160,22 +160,28 @@ class Gemm(Layer):
             return t.reshape(1, -1)
         return t[:, 0, :] if m.dims == 3 else t
 
-    def _input_c(self, m: Mat, M: int, N: int) -> np.ndarray | None:
+    @staticmethod
+    def input_c_kind(dims: int, w: int, h: int, M: int, N: int) -> int | None:
+        """How an input C of this shape broadcasts (constant_broadcast_type_C's numbers), or None."""
         # ncnn tries the shapes in this order, a later match winning (so a length-M vector
         # is per-N when M == N)
         kind = None
-        if m.dims == 1 and m.w == 1:
+        if dims == 1 and w == 1:
             kind = 0
-        if m.dims == 1 and m.w == M:
+        if dims == 1 and w == M:
             kind = 1
-        if m.dims == 1 and m.w == N:
+        if dims == 1 and w == N:
             kind = 4
-        if m.dims == 2 and m.w == 1 and m.h == M:
+        if dims == 2 and w == 1 and h == M:
             kind = 2
-        if m.dims == 2 and m.w == N and m.h == M:
+        if dims == 2 and w == N and h == M:
             kind = 3
-        if m.dims == 2 and m.w == N and m.h == 1:
+        if dims == 2 and w == N and h == 1:
             kind = 4
+        return kind
+
+    def _input_c(self, m: Mat, M: int, N: int) -> np.ndarray | None:
+        kind = self.input_c_kind(m.dims, m.w, m.h, M, N)
         if kind is None or m.elempack != 1:
             log.error(
                 "Gemm %r: C of shape %s broadcasts over neither M=%d nor N=%d",

@@ -77,6 +77,12 @@ class Reduction(Layer):
             return None
         return tuple(sorted(axes))
 
+    def output_shape(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+        """numpy shape of the result of reducing ``axes`` of a blob of numpy ``shape``."""
+        if self.keepdims:
+            return tuple(1 if i in axes else n for i, n in enumerate(shape))
+        return tuple(n for i, n in enumerate(shape) if i not in axes) or (1,)
+
     def forward(self, bottom, top, opt) -> int:
         x = bottom.tensor()
         if bottom.dims not in (1, 2, 3, 4):
@@ -113,10 +119,7 @@ class Reduction(Layer):
             if coeff != 1.0:
                 np.multiply(r, np.float32(coeff), out=r)
 
-        if self.keepdims:
-            shape = r.shape
-        else:
-            shape = tuple(n for i, n in enumerate(x.shape) if i not in axes) or (1,)
+        shape = self.output_shape(x.shape, axes)
         top.create(*shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100

@@ -1,4 +1,8 @@
-"""Softmax along any axis on the GPU, in place, as one dispatch over the lines of that axis."""
+"""Softmax along any axis on the GPU, in place, as one dispatch over the lines of that axis.
+
+Elempack 4 blobs use softmax_pack4.comp with the same line geometry counted in packed
+elements: along the packed (outer) axis it folds each element's lanes into the line, along
+any other axis it runs four lines at once."""
 
 from __future__ import annotations
 
@@ -21,15 +25,21 @@ class Softmax_vulkan(VulkanLayer, Softmax):
     def __init__(self) -> None:
         super().__init__()
         self.support_fp16_storage = True
-        self.support_packing = False
+        self.support_packing = True
 
     def create_pipeline_vk(self, opt) -> int:
         self.pipeline_softmax = self.new_pipeline("softmax", opt, [])
+        self.pipeline_softmax_pack4 = None
+        if opt.use_packing_layout:
+            self.pipeline_softmax_pack4 = self.new_pipeline("softmax_pack4", opt, [])
+            if self.pipeline_softmax_pack4 is None:
+                return -1
         return 0 if self.pipeline_softmax else -1
 
     def forward_inplace_vk(self, bottom_top, cmd, opt) -> int:
         dims = bottom_top.dims
-        axis = self.axis + dims if self.axis < 0 else self.axis
+        # a 1-D blob is normalised whole whatever the axis says, as on the CPU
+        axis = 0 if dims == 1 else (self.axis + dims if self.axis < 0 else self.axis)
         if not 0 <= axis < dims:
             log.error("Softmax %r: axis %d out of range for a %d-D blob", self.name, self.axis, dims)
             return -1
@@ -42,10 +52,14 @@ class Softmax_vulkan(VulkanLayer, Softmax):
             n, inner, mid, outer = extents[j], _prod(extents[j + 1 :]), _prod(extents[:j]), channels
             astride = inner
         lines = inner * mid * outer
-        cmd.record_pipeline(
-            self.pipeline_softmax,
-            [bottom_top],
-            [n, inner, mid, outer, astride, bottom_top.cstep],
-            (lines, 1, 1),
-        )
+        constants = [n, inner, mid, outer, astride, bottom_top.cstep]
+        if bottom_top.elempack == 4:
+            if self.pipeline_softmax_pack4 is None:
+                log.error("Softmax %r: an elempack 4 blob with use_packing_layout off", self.name)
+                return -1
+            # the packed axis is the outer one: axis 0 whatever the rank
+            constants.append(int(axis == 0))
+            cmd.record_pipeline(self.pipeline_softmax_pack4, [bottom_top], constants, (lines, 1, 1))
+            return 0
+        cmd.record_pipeline(self.pipeline_softmax, [bottom_top], constants, (lines, 1, 1))
         return 0

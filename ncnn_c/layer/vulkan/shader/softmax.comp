@@ -34,15 +34,43 @@ void main()
     const int base = (t / p.mid) * p.cstep + (t % p.mid) * p.n * p.inner + i;
 
     // the reductions run in fp32 whatever afp is: a sum of a thousand exps in fp16 would
-    // lose whole percents (its ulp near 1000 is 0.5)
+    // lose whole percents (its ulp near 1000 is 0.5).
+    // llvmpipe ends an invocation's loops after 65535 back-edges in all, so each pass takes
+    // 4 values per iteration: lines of up to ~87000 values fit
+    const int n4 = p.n - p.n % 4;
     float m = -3.402823466e+38f;
-    for (int k = 0; k < p.n; k++)
+    for (int k = 0; k < n4; k += 4)
+    {
+        const int idx = base + k * p.astride;
+        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx)));
+        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + p.astride)));
+        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)));
+        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)));
+    }
+    for (int k = n4; k < p.n; k++)
     {
         m = max(m, float(buffer_ld1(bottom_top_blob_data, base + k * p.astride)));
     }
 
     float sum = 0.f;
-    for (int k = 0; k < p.n; k++)
+    for (int k = 0; k < n4; k += 4)
+    {
+        const int idx = base + k * p.astride;
+        const float v0 = exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
+        const float v1 = exp(float(buffer_ld1(bottom_top_blob_data, idx + p.astride)) - m);
+        const float v2 = exp(float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)) - m);
+        const float v3 = exp(float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)) - m);
+        buffer_st1(bottom_top_blob_data, idx, v0);
+        buffer_st1(bottom_top_blob_data, idx + p.astride, v1);
+        buffer_st1(bottom_top_blob_data, idx + 2 * p.astride, v2);
+        buffer_st1(bottom_top_blob_data, idx + 3 * p.astride, v3);
+        // the CPU's order: one value at a time
+        sum += v0;
+        sum += v1;
+        sum += v2;
+        sum += v3;
+    }
+    for (int k = n4; k < p.n; k++)
     {
         const int idx = base + k * p.astride;
         const float v = exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
@@ -50,7 +78,15 @@ void main()
         sum += v;
     }
 
-    for (int k = 0; k < p.n; k++)
+    for (int k = 0; k < n4; k += 4)
+    {
+        const int idx = base + k * p.astride;
+        buffer_st1(bottom_top_blob_data, idx, float(buffer_ld1(bottom_top_blob_data, idx)) / sum);
+        buffer_st1(bottom_top_blob_data, idx + p.astride, float(buffer_ld1(bottom_top_blob_data, idx + p.astride)) / sum);
+        buffer_st1(bottom_top_blob_data, idx + 2 * p.astride, float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)) / sum);
+        buffer_st1(bottom_top_blob_data, idx + 3 * p.astride, float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)) / sum);
+    }
+    for (int k = n4; k < p.n; k++)
     {
         const int idx = base + k * p.astride;
         buffer_st1(bottom_top_blob_data, idx, float(buffer_ld1(bottom_top_blob_data, idx)) / sum);

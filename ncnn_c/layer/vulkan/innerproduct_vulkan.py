@@ -1,0 +1,130 @@
+"""InnerProduct on the GPU: a GEMV (or, for the batched 2-D form, a GEMM) in one dispatch of
+innerproduct.comp, 4 outputs per invocation from vec4 weights uploaded once (as halves
+when fp16 holds them exactly, as Convolution does: half the bytes, bit-identical results).
+
+The input may be any rank and packing: the shader walks it in the CPU layer's flatten order
+(channels, rows, then values) through push-constant strides, so no flatten or unpack copy
+is made. Which form applies (batched rows or one flattened vector) is the CPU layer's rule.
+The 1-D output is elempack 1 (a 1-D blob's scalars lie in the same order packed or not, so
+it is labelled elempack 4 when packing is on and num_output divides by 4); batched rows
+pack when their count divides by 4.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..innerproduct import InnerProduct
+from . import LOCAL_1D, VulkanLayer, numpy_shape, outer_extent
+
+if TYPE_CHECKING:
+    from ...gpu.vkmat import VkMat
+
+log = logging.getLogger("ncnn_c")
+
+# how many entries of activation_params (param 10) each activation_type reads
+_ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
+
+
+class InnerProduct_vulkan(VulkanLayer, InnerProduct):
+    def __init__(self) -> None:
+        super().__init__()
+        self.support_fp16_storage = True
+        self.support_packing = True
+        self.pipeline_innerproduct = None
+        self.weight_data_gpu: VkMat | None = None
+        self.bias_data_gpu: VkMat | None = None
+        self._weight_fp16 = False
+
+    def create_pipeline_vk(self, opt) -> int:
+        act = [float(v) for v in self.activation_params[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
+        act += [0.0] * (2 - len(act))
+        self._weight_fp16 = self._weights_fit_fp16()
+        specs = [1 if self.bias_term else 0, self.activation_type, *act, int(self._weight_fp16)]
+        self.pipeline_innerproduct = self.new_pipeline("innerproduct", opt, specs, LOCAL_1D)
+        return 0 if self.pipeline_innerproduct else -1
+
+    def _weights_fit_fp16(self) -> bool:
+        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do)."""
+        if self._weight is None:
+            self._prepare()
+        assert self._weight is not None  # set by _prepare()
+        with np.errstate(over="ignore", invalid="ignore"):
+            return bool(np.array_equal(self._weight.astype(np.float16).astype(np.float32), self._weight))
+
+    def upload_model(self, cmd, opt) -> int:
+        from ...gpu.vkmat import VkMat
+        from ...mat import Mat
+
+        if self._weight is None:
+            self._prepare()
+        assert self._weight is not None  # set by _prepare()
+        groups = -(-self.num_output // 4)
+        padded = np.zeros((groups * 4, self._weight.shape[1]), np.float32)
+        padded[: self.num_output] = self._weight
+        # [groups * 4][num_input] -> [num_input][groups][4]
+        weight = np.ascontiguousarray(padded.T).reshape(-1)
+        if self._weight_fp16:
+            # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
+            weight = weight.astype(np.float16).view(np.float32)
+        self.weight_data_gpu = VkMat()
+        cmd.record_upload(Mat(weight), self.weight_data_gpu, opt)
+        if self._bias is not None:
+            bias = np.zeros(groups * 4, np.float32)
+            bias[: self.num_output] = self._bias
+            self.bias_data_gpu = VkMat()
+            cmd.record_upload(Mat(bias), self.bias_data_gpu, opt)
+        return 0
+
+    def release_gpu_data(self) -> None:
+        self.weight_data_gpu = None
+        self.bias_data_gpu = None
+
+    def forward_vk(self, bottom, top, cmd, opt) -> int:
+        assert self._weight is not None  # load_model() prepared it
+        num_input = self._weight.shape[1]
+        dims = bottom.dims
+        pk = bottom.elempack
+        shape = numpy_shape(bottom)
+        logical = (outer_extent(bottom),) + shape[1:]
+        alloc = opt.blob_vkallocator
+        lane = bottom.elemsize // pk
+        n = self.num_output
+        if dims == 2 and logical[1] == num_input:
+            rows = logical[0]
+            units, size, ustride, batched = 1, num_input, bottom.w, 1
+            opk = 4 if opt.use_packing_layout and rows % 4 == 0 else 1
+            top.create(n, rows // opk, elemsize=lane * opk, elempack=opk, allocator=alloc)
+        else:
+            count = int(np.prod(logical))
+            if count != num_input:
+                log.error(
+                    "InnerProduct %r: input of %d values (shape %s), weights expect %d",
+                    self.name,
+                    count,
+                    logical,
+                    num_input,
+                )
+                return -1
+            rows, batched = 1, 0
+            if dims == 1:
+                units, size, ustride, pk = 1, logical[0], 1, 1
+            elif dims == 2:
+                units, size, ustride = logical[0], logical[1], bottom.w
+            else:
+                units, size, ustride = logical[0], count // logical[0], bottom.cstep
+            opk = 4 if opt.use_packing_layout and n % 4 == 0 else 1
+            top.create(n // opk, elemsize=lane * opk, elempack=opk, allocator=alloc)
+            opk = 1  # the scalars of a 1-D blob lie in the same order packed or not
+        if top.empty():
+            return -100
+        bias = self.bias_data_gpu if self.bias_data_gpu is not None else self.weight_data_gpu
+        constants = [units, size, ustride, pk, rows, n, opk, batched]
+        grid = (-(-n // 4), rows, 1)
+        cmd.record_pipeline(
+            self.pipeline_innerproduct, [bottom, top, self.weight_data_gpu, bias], constants, grid
+        )
+        return 0

@@ -1,0 +1,80 @@
+"""InnerProduct on the GPU over the option grid: every input rank and packing flattened, the
+batched 2-D form (rows packed and not), every activation, fp16-stored weights, a big head."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from oracle import GPU_GRID, SHAPES_ALL, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+
+pytestmark = pytest.mark.gpu
+
+# the sweeps run two option sets by default and the whole grid in the slow run
+GRIDS = [
+    pytest.param(["fp32-pack", "fp16s"], id="fast"),
+    pytest.param(None, id="full", marks=pytest.mark.slow),
+]
+
+ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
+
+
+def _case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, key=()):
+    g = rng("innerproduct-vk", shape, num_output, bias, sorted((extra or {}).items(), key=str), fp16, key)
+    x = randn(g, shape)
+    num_input = num_input or int(np.prod(shape))
+    w = randn(g, (num_output * num_input,), 1.0 / np.sqrt(num_input))
+    params = {0: num_output, 1: int(bias), 2: w.size, **(extra or {})}
+    weights = [(w, "fp16" if fp16 else 0)]
+    if bias:
+        weights.append((randn(g, (num_output,)), 1))
+    return params, weights, [x]
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("shape", SHAPES_ALL + [(8, 5, 7), (8, 6), (4, 2, 3, 5), (12,)], ids=str)
+@pytest.mark.parametrize("num_output", [7, 8])
+def test_flatten(shape, num_output, grid):
+    num_input = int(np.prod(shape))
+    params, weights, inputs = _case(shape, num_output, num_output == 8, num_input=num_input)
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("rows,num_input", [(1, 5), (7, 13), (16, 32), (3, 1), (8, 6)])
+@pytest.mark.parametrize("num_output", [1, 10, 12])
+def test_batched_rows(rows, num_input, num_output, grid):
+    params, weights, inputs = _case((rows, num_input), num_output, num_input=num_input)
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("act,act_params", ACTIVATIONS)
+def test_activation(act, act_params, grid):
+    extra = {9: act}
+    if act_params is not None:
+        extra[10] = act_params
+    for shape, num_input in (((3, 4, 5), None), ((8, 20), 20)):
+        params, weights, inputs = _case(shape, 16, extra=extra, num_input=num_input, key=act)
+        check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
+
+
+def test_fp16_weights():
+    params, weights, inputs = _case((8, 6, 6), 12, fp16=True)
+    check_layer_gpu("InnerProduct", params, weights, inputs)
+
+
+def test_large():
+    params, weights, inputs = _case((512, 7, 7), 256)
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16s-pack", "fp16sa"])
+
+
+def test_wrong_input_size_fails(caplog):
+    params, weights, _ = _case((3, 4, 5), 8)
+    x = np.ones((3, 4, 6), np.float32)
+    param = make_param("InnerProduct", params, [x.shape], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, make_bin(weights), [x], 1, **GPU_GRID["fp32-pack"])
+    assert ret != 0
+    assert "weights expect" in caplog.text
