@@ -39,3 +39,11 @@ def test_pooling_pack4(ptype, k, s, pad, mode, inc):
     check_layer_gpu(
         "Pooling", params, [], [randn(rng("pool4", shape, k), shape)], grid=["fp32-pack", "fp16sa-pack"]
     )
+
+
+@pytest.mark.parametrize("pooling_type", [0, 1], ids=["max", "avg"])
+@pytest.mark.parametrize("shape", [(4, 300, 300), (3, 301, 299)], ids=str)
+def test_global_pooling_past_lavapipes_loop_limit(shape, pooling_type):
+    # llvmpipe silently ends an invocation after 65535 loop iterations: a 300x300 channel is
+    # 90000 values, reduced by one invocation (unrolled 8 ways, it stays under the limit)
+    check_layer_gpu("Pooling", {0: pooling_type, 4: 1}, [], [randn(rng("gpool-big", shape), shape)])

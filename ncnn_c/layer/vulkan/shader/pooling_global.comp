@@ -38,7 +38,25 @@ void main()
     // fp32 partials whatever afp is: a channel can hold thousands of values
     vec4 acc = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
 
-    for (int i = 0; i < whole; i++)
+    // 8 vec4 per iteration: llvmpipe (lavapipe) ends an invocation's loops after 65535
+    // iterations in all, silently; unrolled, a channel of up to 2M values stays correct
+    int i = 0;
+    for (; i + 8 <= whole; i += 8)
+    {
+        vec4 v0 = bottom_ld4(v_offset + i);
+        vec4 v1 = bottom_ld4(v_offset + i + 1);
+        vec4 v2 = bottom_ld4(v_offset + i + 2);
+        vec4 v3 = bottom_ld4(v_offset + i + 3);
+        vec4 v4 = bottom_ld4(v_offset + i + 4);
+        vec4 v5 = bottom_ld4(v_offset + i + 5);
+        vec4 v6 = bottom_ld4(v_offset + i + 6);
+        vec4 v7 = bottom_ld4(v_offset + i + 7);
+        if (pooling_type == 0)
+            acc = max(acc, max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7))));
+        else
+            acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7));
+    }
+    for (; i < whole; i++)
     {
         const vec4 v = bottom_ld4(v_offset + i);
         acc = pooling_type == 0 ? max(acc, v) : acc + v;

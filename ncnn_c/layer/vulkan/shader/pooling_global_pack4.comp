@@ -36,7 +36,25 @@ void main()
     const int v_offset = q * p.cstep;
     // fp32 partials whatever afp is: a channel can hold thousands of values
     vec4 acc = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
-    for (int i = 0; i < p.size; i++)
+    // 8 elements per iteration: llvmpipe (lavapipe) ends an invocation's loops after 65535
+    // iterations in all, silently; unrolled, a channel of up to 500k values stays correct
+    int i = 0;
+    for (; i + 8 <= p.size; i += 8)
+    {
+        vec4 v0 = vec4(blob_ld4(bottom_blob_data, v_offset + i));
+        vec4 v1 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 1));
+        vec4 v2 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 2));
+        vec4 v3 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 3));
+        vec4 v4 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 4));
+        vec4 v5 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 5));
+        vec4 v6 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 6));
+        vec4 v7 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 7));
+        if (pooling_type == 0)
+            acc = max(acc, max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7))));
+        else
+            acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7));
+    }
+    for (; i < p.size; i++)
     {
         const vec4 v = vec4(blob_ld4(bottom_blob_data, v_offset + i));
         acc = pooling_type == 0 ? max(acc, v) : acc + v;
