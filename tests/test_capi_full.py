@@ -24,6 +24,8 @@ pytestmark = pytest.mark.capi
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "capi" / "include" / "ncnn" / "c_api.h"
+# ncnn_c's own functions, declared apart so that c_api.h stays exactly ncnn's
+EXT_HEADER = ROOT / "capi" / "include" / "ncnn" / "c_api_ext.h"
 PLATFORM = ROOT / "capi" / "include" / "ncnn" / "platform.h"
 REF_HEADER = Path(
     os.environ.get("NCNN_C_REFERENCE_HEADER", str(ROOT.parent / "shared" / "reference" / "ncnn_c_api.h"))
@@ -110,7 +112,8 @@ def test_header_has_every_linux_function_of_ncnn_and_nothing_else():
     assert sorted(set(ref) - set(ours)) == []
     assert sorted(set(ours) - set(ref)) == []
     assert {n: s for n, s in ours.items() if ref[n] != s} == {}
-    assert set(capi.EXPORTS) == set(ours)
+    # the library exports ncnn's functions plus ours, the latter declared in c_api_ext.h
+    assert set(capi.EXPORTS) == set(ours) | set(_decls(EXT_HEADER.read_text()))
 
 
 def test_macros_and_feature_switches():
@@ -141,7 +144,33 @@ def test_library_exports_are_the_header(lib):
     )
     exported = {line.split()[-1] for line in r.stdout.splitlines() if " T " in line}
     exported.discard("PyInit__ncnn_c_embed")  # cffi's module init, the one non-API export
-    assert exported == set(_decls(HEADER.read_text()))
+    ours, ext = set(_decls(HEADER.read_text())), set(_decls(EXT_HEADER.read_text()))
+    assert ext and not ours & ext
+    assert exported == ours | ext
+
+
+def test_extension_header_holds_only_functions_ncnn_lacks():
+    ref = _decls(REF_HEADER.read_text())
+    ext = _decls(EXT_HEADER.read_text())
+    assert "ncnn_pipelinecache_last_error" in ext
+    assert not set(ext) & set(ref)
+    assert set(ext) <= set(capi.EXPORTS)
+
+
+@pytest.mark.gpu
+def test_extension_functions_from_c(lib, tmp_path):
+    exe = _compile(lib, [ROOT / "capi" / "tests" / "test_capi_ext.c"], tmp_path / "ext")
+    r = _run(exe, str(tmp_path / "missing.vkcache"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert re.search(r"^\d+ passed, 0 failed$", r.stdout, re.M)
+    # and from Python, through the same export
+    pc = capi.ncnn_pipelinecache_create(0)
+    try:
+        assert capi.ncnn_pipelinecache_last_error(pc) is None
+        assert capi.ncnn_pipelinecache_load_memory(pc, b"\0" * 8) != 0
+        assert "shorter than" in capi.ncnn_pipelinecache_last_error(pc)
+    finally:
+        capi.ncnn_pipelinecache_destroy(pc)
 
 
 # ------------------------------------------------------------------ C programs
@@ -227,7 +256,7 @@ def _signatures():
         sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
         _BUILD = mod
-    return _BUILD.parse_header(HEADER.read_text())[1]
+    return _BUILD.parse_header(HEADER.read_text())[1] + _BUILD.parse_header(EXT_HEADER.read_text())[1]
 
 
 _C_ERR = {"int": "-1", "size_t": "0", "float": "0.0f", "handle": "NULL", "rawptr": "NULL", "str": "NULL"}
@@ -243,7 +272,7 @@ def test_every_function_from_c_with_null_arguments(lib, tmp_path):
     """Generated from the header: each function gets NULL for every pointer and 0 for every
     number; functions that take a handle must return their error value; none may crash."""
     funcs = _signatures()
-    lines = ["#include <stdio.h>", '#include "c_api.h"', "int main(void)", "{", "    int bad = 0;"]
+    lines = ["#include <stdio.h>", '#include "c_api_ext.h"', "int main(void)", "{", "    int bad = 0;"]
     for f in funcs:
         call = f"{f.name}({', '.join(_c_arg(p) for p in f.params)})"
         takes_handle = bool(f.params) and f.params[0].cat in ("handle", "addr", "str")

@@ -1,4 +1,5 @@
-"""Vulkan pipeline caches: create, clear, size, load/save to memory and files."""
+"""Vulkan pipeline caches: create, clear, size, load/save to memory and files; and our own
+``ncnn_pipelinecache_last_error`` (declared in ``c_api_ext.h``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ._core import (
     PIPELINECACHE,
     PTR,
     SIZE,
+    STR,
     VOID,
     _address,
     _bytes_at,
@@ -105,3 +107,13 @@ def ncnn_pipelinecache_load(pipelinecache: int, path: Any) -> int:
 @_export(INT)
 def ncnn_pipelinecache_save(pipelinecache: int, path: Any) -> int:
     return int(_get(pipelinecache, PIPELINECACHE).save_cache(_text_arg(path, "path")))
+
+
+# -- ncnn_c extensions (declared in c_api_ext.h, not in ncnn's c_api.h) ---------------------
+
+
+@_export(STR)
+def ncnn_pipelinecache_last_error(pipelinecache: int) -> str | None:
+    """Why the last load (``ncnn_pipelinecache_load`` / ``_load_memory``) was rejected: the
+    field, what was expected and what was found; NULL after a successful load or before any."""
+    return _get(pipelinecache, PIPELINECACHE).last_error

@@ -140,6 +140,13 @@ class PipelineCache:
         self._digests: dict[bytes, list[Artifact]] = {}
         self._artifacts: list[Artifact] = []
         self._spirv: dict[tuple[int, int], _SpirvRecord] = {}
+        # requests and SPIR-V keys being built right now, by whichever thread got there first
+        self._building: dict[tuple, threading.Event] = {}
+        self._compiling: dict[tuple[int, int], threading.Event] = {}
+        # builds running outside the lock; destroy() and a load's driver-cache merge wait
+        # for none (the VkPipelineCache is in use by them)
+        self._inflight = 0
+        self._idle = threading.Condition(self._lock)
         self._vk_pipeline_cache = None
         self._destroyed = False
         self._stats = dict.fromkeys(
@@ -232,43 +239,96 @@ class PipelineCache:
         request = (raw, key, opt_bits, local_size, subgroup_size, spec_data, spirv)
         reuse = not self._bug_online_cache
 
-        with self._lock:
-            if reuse:
-                for art in self._digests.get(digest, ()):
-                    if art.request == request:
-                        self._stats["artifact_hits"] += 1
-                        return art
+        # GLSL compilation and the Vulkan calls run outside the lock (both release the GIL),
+        # so threads building different pipelines overlap; a thread asking for a request
+        # another thread is already building waits for that one instead of building it twice.
+        while True:
+            with self._lock:
+                if self._destroyed:
+                    raise PipelineCacheError("PipelineCache used after destroy()")
+                if reuse:
+                    for art in self._digests.get(digest, ()):
+                        if art.request == request:
+                            self._stats["artifact_hits"] += 1
+                            return art
+                    pending = self._building.get(request)
+                    if pending is None:
+                        pending = self._building[request] = threading.Event()
+                        self._inflight += 1
+                        break
+                else:
+                    pending = threading.Event()
+                    self._inflight += 1
+                    break
+            # someone else builds it: take theirs, or build it ourselves if theirs failed
+            pending.wait()
 
+        try:
             if raw:
                 assert spirv is not None  # a raw request carries its SPIR-V
                 shader_info = resolve_shader_info(spirv)
             else:
                 spirv, shader_info = self._builtin_spirv(key, opt)
-
             art = self._new_pipeline(
                 request, spirv, shader_info, local_size, spec_data, len(specializations or ())
             )
-            self._artifacts.append(art)
-            if reuse:
-                self._digests.setdefault(digest, []).append(art)
+            with self._lock:
+                # destroy() waits for builds in flight, so the cache is still alive here
+                self._stats["pipelines_created"] += 1
+                self._artifacts.append(art)
+                if reuse:
+                    self._digests.setdefault(digest, []).append(art)
             return art
+        finally:
+            with self._lock:
+                if reuse and self._building.get(request) is pending:
+                    del self._building[request]
+                self._inflight -= 1
+                if not self._inflight:
+                    self._idle.notify_all()
+            pending.set()
+
+    def _wait_idle(self) -> None:
+        # caller holds the lock; no build can start until it is released
+        while self._inflight:
+            self._idle.wait()
 
     def _builtin_spirv(self, index: int, opt) -> tuple[bytes, ShaderInfo]:
         opt_bits = opt.shader_bits()
         source_hash = compiler.shader_source_hash(index)
         use_spirv_cache = source_hash != 0 and self.can_cache_spirv(opt)
-        if use_spirv_cache:
-            rec = self._spirv.get((index, opt_bits))
-            if rec is not None and rec.source_hash == source_hash:
-                self._stats["spirv_hits"] += 1
-                return rec.spirv, rec.shader_info
+        if not use_spirv_cache:
+            return self._compile(index, opt)
+        key = (index, opt_bits)
+        while True:
+            with self._lock:
+                rec = self._spirv.get(key)
+                if rec is not None and rec.source_hash == source_hash:
+                    self._stats["spirv_hits"] += 1
+                    return rec.spirv, rec.shader_info
+                pending = self._compiling.get(key)
+                if pending is None:
+                    pending = self._compiling[key] = threading.Event()
+                    break
+            # the same shader with the same options is being compiled by another thread
+            pending.wait()
+        try:
+            spirv, shader_info = self._compile(index, opt)
+            with self._lock:
+                # Same key overwrites: a stale entry (old source hash) is replaced, not kept.
+                self._spirv[key] = _SpirvRecord(source_hash, spirv, shader_info)
+            return spirv, shader_info
+        finally:
+            with self._lock:
+                if self._compiling.get(key) is pending:
+                    del self._compiling[key]
+            pending.set()
+
+    def _compile(self, index: int, opt) -> tuple[bytes, ShaderInfo]:
         spirv = compiler.compile_shader(index, opt, self.vkdev)
-        self._stats["compiled"] += 1
-        shader_info = resolve_shader_info(spirv)
-        if use_spirv_cache:
-            # Same key overwrites: a stale entry (old source hash) is replaced, not kept.
-            self._spirv[(index, opt_bits)] = _SpirvRecord(source_hash, spirv, shader_info)
-        return spirv, shader_info
+        with self._lock:
+            self._stats["compiled"] += 1
+        return spirv, resolve_shader_info(spirv)
 
     def _new_pipeline(
         self, request, spirv: bytes, shader_info: ShaderInfo, local_size, spec_data, spec_count
@@ -297,7 +357,6 @@ class PipelineCache:
             # Roll back in reverse creation order so a failed request leaks nothing.
             _destroy_artifact(vkdev, art)
             raise
-        self._stats["pipelines_created"] += 1
         return art
 
     # -- lifetime ----------------------------------------------------------------------
@@ -326,6 +385,7 @@ class PipelineCache:
         with self._lock:
             if self._destroyed:
                 return
+            self._wait_idle()
             hook, self._device_hook = self._device_hook, None
             remove = getattr(self.vkdev, "remove_destroy_hook", None)
             if hook is not None and callable(remove):
@@ -394,6 +454,7 @@ class PipelineCache:
             with self._lock:
                 if self._destroyed:
                     raise cachefile.CacheRejected("PipelineCache already destroyed")
+                self._wait_idle()
                 # The merge is the last step that can fail; the SPIR-V map is only touched after it.
                 if blob and self._ensure_vk_pipeline_cache() is not None:
                     try:

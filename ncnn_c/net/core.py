@@ -11,7 +11,9 @@ CPU-only run never imports ``ncnn_c.gpu`` (nor ``vulkan``).
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from .. import layer as layer_mod
 from ..datareader import DataReaderFromMemory
@@ -26,6 +28,8 @@ from .parse import open_reader, parse_binary, parse_text
 from .plan import LayerOptions, Plan
 
 log = logging.getLogger("ncnn_c")
+
+_VK_PHYSICAL_DEVICE_TYPE_CPU = 4
 
 
 class Net:
@@ -46,6 +50,10 @@ class Net:
         self._gpu_ready = False
         self._vk_layout = None  # the layout-conversion Pipeline of a GPU net
         self._pipelines = False
+        # load_model: threads creating the GPU layers' pipelines (None: decided per load, see
+        # _pipeline_threads), and a callable(done, total) told after each layer's pipelines
+        self.pipeline_threads: int | None = None
+        self.load_progress = None
         # executor caches, rebuilt when the graph or its layers change
         self._blob_by_name: dict[str, int] = {}
         self._plans: dict[int, Plan] = {}
@@ -310,14 +318,15 @@ class Net:
 
         self._pipelines = True
         self._forget_plans()  # create_pipeline may change a layer's flags
+        opts = [get_layer_option(self.opt, layer) for layer in self._layers]
+        on_gpu = []
         for i, layer in enumerate(self._layers):
-            opt = get_layer_option(self.opt, layer)
-            if use_vk and layer.support_vulkan and opt.use_vulkan_compute:
+            if use_vk and layer.support_vulkan and opts[i].use_vulkan_compute:
                 layer.vkdev = self._vkdev
-            ret = call_hook(layer.create_pipeline, opt)
-            if ret != 0:
-                log.error("load_model: %s create_pipeline failed (%s)", desc(i, layer), ret)
-                return -1
+                on_gpu.append(i)
+        threads = self._pipeline_threads(len(on_gpu)) if use_vk else 1
+        if self._create_pipelines(opts, set(on_gpu) if threads > 1 else set(), threads) != 0:
+            return -1
 
         if gpu is not None:
             cmd = gpu.VkCompute(self._vkdev)
@@ -335,6 +344,75 @@ class Net:
             if vulkan_forward.create_layout_pipeline(self) != 0:
                 return -1
         self._gpu_ready = use_vk
+        return 0
+
+    def _pipeline_threads(self, gpu_layers: int) -> int:
+        """How many threads create the GPU layers' pipelines in this load_model.
+
+        ``net.pipeline_threads`` (or ``NCNN_C_PIPELINE_THREADS``) decides when set; 1 is
+        serial. Otherwise the heuristic (docs/cache-startup.md, "Parallel pipeline creation"):
+        parallel only where the work can overlap and the pipelines are worth it: a GPU whose
+        driver compiles in vkCreateComputePipelines (not a CPU implementation such as
+        lavapipe, which defers its compile to the first dispatch), at least 4 GPU layers and
+        more than one core.
+        """
+        n = self.pipeline_threads
+        if n is None:
+            env = os.environ.get("NCNN_C_PIPELINE_THREADS", "").strip()
+            if env:
+                try:
+                    n = int(env)
+                except ValueError:
+                    log.warning("NCNN_C_PIPELINE_THREADS=%r is not an integer: ignored", env)
+        cores = os.cpu_count() or 1
+        if n is None:
+            info = getattr(self._vkdev, "info", None)
+            cpu_device = int(getattr(info, "physical_device_type", 0) or 0) == _VK_PHYSICAL_DEVICE_TYPE_CPU
+            n = 1 if cpu_device or gpu_layers < 4 else min(8, cores)
+        return max(1, min(int(n), max(gpu_layers, 1)))
+
+    def _create_pipelines(self, opts: list, parallel: set[int], threads: int) -> int:
+        """create_pipeline of every layer: those in ``parallel`` on a thread pool, the rest in
+        order on this thread. Results and messages come in layer order either way."""
+        total = len(self._layers)
+        done = 0
+
+        def tick() -> None:
+            nonlocal done
+            done += 1
+            if self.load_progress is not None:
+                self.load_progress(done, total)
+
+        futures: dict[int, Future] = {}
+        pool = None
+        if parallel:
+            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-pipeline")
+            for i in sorted(parallel):
+                futures[i] = pool.submit(call_hook, self._layers[i].create_pipeline, opts[i])
+        failed = None
+        try:
+            for i, layer in enumerate(self._layers):
+                if i in futures:
+                    continue
+                ret = call_hook(layer.create_pipeline, opts[i])
+                if ret != 0:
+                    failed = (i, ret)
+                    break
+                tick()
+            # the first failure in layer order is the one reported, as a serial load would
+            for i, fut in futures.items():
+                ret = fut.result()
+                if ret != 0 and (failed is None or i < failed[0]):
+                    failed = (i, ret)
+                if failed is None:
+                    tick()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=failed is not None)
+        if failed is not None:
+            i, ret = failed
+            log.error("load_model: %s create_pipeline failed (%s)", desc(i, self._layers[i]), ret)
+            return -1
         return 0
 
     def _destroy_pipelines(self) -> None:

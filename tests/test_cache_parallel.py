@@ -1,0 +1,304 @@
+"""Pipelines created in parallel during load_model: the same artifacts, the same cache file
+(byte for byte) and the same outputs as a serial load; failures reported in layer order; the
+heuristic that keeps it off where it does not help (a CPU Vulkan device such as lavapipe)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from conftest import MODELS, ROOT
+
+import ncnn_c as ncnn
+
+pytestmark = pytest.mark.gpu
+
+CHILD = ROOT / "tests" / "_warm_child.py"
+
+# Eight GPU layers with different shaders and shapes: enough work for every thread.
+NET = """7767517
+10 11
+Input data 0 1 data 0=24 1=20 2=3
+Convolution conv1 1 1 data conv1 0=8 1=3 5=1 6=216 9=1
+Split split 1 2 conv1 s1 s2
+Convolution conva 1 1 s1 conva 0=8 1=1 5=1 6=64 9=1
+Convolution convb 1 1 s2 convb 0=8 1=3 4=1 5=1 6=576 9=1
+Concat cat 2 1 conva convb cat
+Pooling pool1 1 1 cat pool1 0=0 1=3 2=2
+Convolution conv2 1 1 pool1 conv2 0=12 1=1 5=1 6=192
+Pooling gap 1 1 conv2 gap 0=1 4=1
+Softmax prob 1 1 gap prob
+"""
+
+
+def child(**kw) -> dict:
+    res = subprocess.run(
+        [sys.executable, str(CHILD), json.dumps(kw)], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from ncnn_c.tools.randbin import random_weights
+
+    d = tmp_path_factory.mktemp("par")
+    param = d / "net.param"
+    param.write_text(NET)
+    binf = d / "net.bin"
+    binf.write_bytes(random_weights(str(param), seed=5))
+    return str(param), str(binf), d
+
+
+@pytest.mark.parametrize(
+    "which",
+    ["small", "squeezenet"],
+)
+def test_parallel_and_serial_give_identical_caches_and_outputs(model, which):
+    """Cold loads in fresh processes, serial and on 4 threads (forced: the heuristic keeps
+    lavapipe serial): the same pipelines, the same cache bytes (SPIR-V section ordered, the same
+    driver blob), bit-identical outputs; and each file is a full hit for the other mode."""
+    param, binf, d = model
+    if which == "squeezenet":
+        param, binf = str(MODELS / "squeezenet_v1.1.param"), str(MODELS / "squeezenet_v1.1.bin")
+    runs = {}
+    for threads in (1, 4):
+        path = d / f"{which}-{threads}.vkcache"
+        runs[threads] = child(param=param, bin=binf, pipeline_threads=threads, save=str(path))
+        runs[threads]["bytes"] = path.read_bytes()
+    serial, parallel = runs[1], runs[4]
+    assert serial["load_compiled"] > 0
+    for key in ("load_compiled", "load_pipelines", "infer_compiled", "infer_pipelines"):
+        assert parallel[key] == serial[key], key
+    assert parallel["bytes"] == serial["bytes"]
+    np.testing.assert_array_equal(np.array(parallel["out"]), np.array(serial["out"]))
+    # warm, each mode from the other's file: nothing compiled, the same output
+    for threads, src in ((4, 1), (1, 4)):
+        r = child(param=param, bin=binf, pipeline_threads=threads, cache=str(d / f"{which}-{src}.vkcache"))
+        assert r["loaded"] == 0
+        assert r["load_compiled"] == 0 and r["infer_compiled"] == 0
+        np.testing.assert_array_equal(np.array(r["out"]), np.array(serial["out"]))
+
+
+def _gpu_net(param: str, threads: int | None, cache=None) -> ncnn.Net:
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    net.opt.pipeline_cache = cache
+    net.pipeline_threads = threads
+    assert net.load_param(param) == 0
+    return net
+
+
+def test_in_process_parallel_load_shares_artifacts(model):
+    """Two nets, serial then parallel, on one cache: the parallel load finds every artifact
+    the serial one made (no duplicates), and a parallel load on a fresh cache makes as many."""
+    param, binf, _ = model
+    vkdev = ncnn.get_gpu_device(0)
+    cache = ncnn.PipelineCache(vkdev)
+    a = _gpu_net(param, 1, cache)
+    assert a.load_model(binf) == 0
+    made = cache.stats()["pipelines_created"]
+    b = _gpu_net(param, 4, cache)
+    assert b.load_model(binf) == 0
+    assert cache.stats()["pipelines_created"] == made
+    assert cache.size() == made
+    fresh = ncnn.PipelineCache(vkdev)
+    c = _gpu_net(param, 4, fresh)
+    assert c.load_model(binf) == 0
+    assert fresh.stats()["pipelines_created"] == made
+    x = np.random.RandomState(1).uniform(-1, 1, (3, 20, 24)).astype(np.float32)
+    outs = []
+    for net in (a, b, c):
+        ex = net.create_extractor()
+        ex.input("data", ncnn.Mat(x))
+        ret, out = ex.extract("prob")
+        assert ret == 0
+        outs.append(np.array(out).copy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+    for net in (a, b, c):
+        net.clear()
+    cache.destroy()
+    fresh.destroy()
+
+
+# -- the thread pool itself, with custom GPU layers -------------------------------------------
+
+
+class _Probe(ncnn.Layer):
+    """A "GPU" layer whose create_pipeline records its thread and can fail on request."""
+
+    seen: list = []
+    fail: set = set()
+    lock = threading.Lock()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = True
+        self.support_inplace = True
+        self.support_vulkan = True
+
+    def create_pipeline(self, opt) -> int:
+        with _Probe.lock:
+            _Probe.seen.append((self.name, threading.current_thread().name, self.vkdev is not None))
+        return -1 if self.name in _Probe.fail else 0
+
+    def forward_inplace(self, bottom_top, opt) -> int:
+        return 0
+
+
+PROBES = "7767517\n7 7\nInput data 0 1 data 0=4 1=4 2=1\n" + "".join(
+    f"Probe p{i} 1 1 {'data' if i == 0 else f'b{i - 1}'} b{i}\n" for i in range(6)
+)
+
+
+def _probe_net(threads) -> ncnn.Net:
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    net.pipeline_threads = threads
+    assert net.register_custom_layer("Probe", _Probe) == 0
+    assert net.load_param_mem(PROBES) == 0
+    return net
+
+
+@pytest.fixture
+def probe():
+    _Probe.seen, _Probe.fail = [], set()
+    yield _Probe
+    _Probe.seen, _Probe.fail = [], set()
+
+
+def test_pool_threads_create_the_gpu_layers(probe):
+    net = _probe_net(3)
+    done = []
+    net.load_progress = lambda n, total: done.append((n, total))
+    assert net.load_model(ncnn.DataReaderFromEmpty()) == 0
+    threads = {t for _, t, _ in probe.seen}
+    assert len(probe.seen) == 6 and all(gpu for *_, gpu in probe.seen)
+    assert all(t.startswith("ncnn_c-pipeline") for t in threads)
+    # progress: every layer (the Input too) once, in order, ending at the total
+    assert done == [(i, 7) for i in range(1, 8)]
+    net.clear()
+
+
+def test_serial_creates_on_the_calling_thread(probe):
+    net = _probe_net(1)
+    assert net.load_model(ncnn.DataReaderFromEmpty()) == 0
+    assert [n for n, _, _ in probe.seen] == [f"p{i}" for i in range(6)]
+    assert {t for _, t, _ in probe.seen} == {threading.current_thread().name}
+    net.clear()
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_first_failing_layer_in_order_is_reported(probe, caplog, threads):
+    probe.fail = {"p4", "p2"}
+    net = _probe_net(threads)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        assert net.load_model(ncnn.DataReaderFromEmpty()) != 0
+    lines = [r.getMessage() for r in caplog.records if "create_pipeline failed" in r.getMessage()]
+    assert len(lines) == 1 and "p2" in lines[0], lines
+    net.clear()
+
+
+def test_heuristic_and_overrides(monkeypatch, caplog):
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    assert net._acquire_vkdev() is not None
+    monkeypatch.delenv("NCNN_C_PIPELINE_THREADS", raising=False)
+    info = net.vulkan_device().info
+    # lavapipe (a CPU device) defers its compile to the first dispatch: serial
+    if int(info.physical_device_type) == 4:
+        assert net._pipeline_threads(50) == 1
+    net.pipeline_threads = 6
+    assert net._pipeline_threads(50) == 6
+    assert net._pipeline_threads(3) == 3  # never more threads than layers
+    assert net._pipeline_threads(0) == 1
+    net.pipeline_threads = None
+    monkeypatch.setenv("NCNN_C_PIPELINE_THREADS", "5")
+    assert net._pipeline_threads(50) == 5
+    monkeypatch.setenv("NCNN_C_PIPELINE_THREADS", "many")
+    with caplog.at_level(logging.WARNING, logger="ncnn_c"):
+        n = net._pipeline_threads(50)
+    assert "NCNN_C_PIPELINE_THREADS" in caplog.text
+    assert n == (1 if int(info.physical_device_type) == 4 else n)
+
+    # a discrete GPU with many layers and cores goes parallel; few layers stay serial
+    class _Info:
+        physical_device_type = 2
+
+    class _Dev:
+        info = _Info()
+
+    monkeypatch.delenv("NCNN_C_PIPELINE_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    net._vkdev = _Dev()
+    assert net._pipeline_threads(50) == 8
+    assert net._pipeline_threads(3) == 1
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert net._pipeline_threads(50) == 1
+
+
+def test_concurrent_requests_for_one_pipeline_build_it_once():
+    """Many threads asking a cold cache for the same request: one compile, one artifact."""
+    from ncnn_c.option import Option
+
+    vkdev = ncnn.get_gpu_device(0)
+    cache = ncnn.PipelineCache(vkdev)
+    opt = Option()
+    barrier = threading.Barrier(6)
+    arts = []
+
+    def ask() -> None:
+        barrier.wait()
+        arts.append(cache.get_pipeline("softmax", opt, [], (64, 1, 1)))
+
+    try:
+        ts = [threading.Thread(target=ask) for _ in range(6)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert len(arts) == 6 and all(a is arts[0] for a in arts)
+        st = cache.stats()
+        assert st["compiled"] == 1 and st["pipelines_created"] == 1 and cache.size() == 1
+    finally:
+        cache.destroy()
+
+
+def test_a_failed_build_is_retried_by_the_waiters_and_leaks_nothing():
+    """Threads waiting on a build that fails try themselves (and fail the same way): every
+    caller gets the error, nothing is left in flight, the cache still works afterwards."""
+    from ncnn_c.gpu.pipelinecache import PipelineCacheError
+    from ncnn_c.option import Option
+
+    cache = ncnn.PipelineCache(ncnn.get_gpu_device(0))
+    opt = Option()
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def ask() -> None:
+        barrier.wait()
+        try:
+            cache.get_pipeline("softmax", opt, [1, 2, 3], (64, 1, 1))  # softmax declares none
+        except PipelineCacheError as e:
+            errors.append(str(e))
+
+    try:
+        ts = [threading.Thread(target=ask) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert not any(t.is_alive() for t in ts)
+        assert len(errors) == 4 and all("specializations" in e for e in errors)
+        assert cache.size() == 0 and cache._inflight == 0 and not cache._building
+        assert cache.get_pipeline("softmax", opt, [], (64, 1, 1)) is not None
+        assert cache.size() == 1
+    finally:
+        cache.destroy()
