@@ -3,6 +3,7 @@
 This module is what ``libncnn_c.so`` calls (see ``capi/build.py``) and it is usable on
 its own from Python; it is also the single list of what the C library exports: every
 function decorated with ``@_export`` here must be declared in ``capi/include/ncnn/c_api.h``
+(ncnn's functions) or ``c_api_ext.h`` (ours, such as ``ncnn_pipelinecache_last_error``),
 and the build refuses to link when the two disagree.
 
 Conventions (the C ones, so a C caller and a Python caller see the same behaviour):

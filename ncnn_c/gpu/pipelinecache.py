@@ -423,13 +423,14 @@ class PipelineCache:
         return os.path.join(default_cache_dir(), device_key(self.vkdev) + ".vkcache")
 
     def load_cache(
-        self, src=None, *, rejection_log_level: int = logging.ERROR, source_name: str | None = None
+        self, src=None, *, rejection_log_level: int = logging.INFO, source_name: str | None = None
     ) -> int:
         """Load a cache file (bytes-like, path or binary file object); 0 on success.
 
         Without ``src`` the per-user default file (``default_path()``) is read. Any failure
-        rejects the whole file, is logged (a missing file at INFO, other rejections at
-        ``rejection_log_level``), and leaves the cache unchanged. ``source_name`` names the
+        rejects the whole file, is logged once with its reason (at INFO by default: a rejected
+        cache is a miss, not an application error; ``rejection_log_level`` changes that), is
+        readable afterwards as ``last_error``, and leaves the cache unchanged. ``source_name`` names the
         source in those lines (a store names its entry).
         """
         what = source_name
