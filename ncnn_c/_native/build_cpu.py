@@ -10,6 +10,11 @@
   The 36 products between them stay with numpy / BLAS.
 * A constant border copy (copy_make_border) in one pass instead of fill + copy, and the
   bias + ReLU epilogue of a matrix product in one pass instead of two.
+* Windowed max / sum pooling: numpy makes one full pass over the output per kernel tap (9
+  for 3x3) and needs a bordered copy of the input; here one pass, bordered per channel.
+  Global pooling in ncnn's summation order, several channels at once.
+* Greedy NMS and ncnn's tie-order quicksort for the detection layers (scalar loops that
+  numpy would run as thousands of small passes).
 
 Every kernel is compiled with plain -O3 twice, a baseline x86-64 body and an AVX2+FMA one
 picked at run time, so the extension runs on any x86-64. cffi releases the GIL during a call,
@@ -33,15 +38,23 @@ MODULE = "_cpu"
 CDEF = """
 void ncnnc_depthwise(const float* x, long xcstep, int h, int w, int top, int left, float value, int ph,
                      int pw, float* y, long ycstep, int outh, int outw, const float* weight,
-                     const float* bias, int relu, int c0, int c1, int kw, int kh, int sw, int sh, int dw,
-                     int dh, float* buf);
-void ncnnc_bias_relu(float* y, long ycstep, long n, const float* bias, int relu, int c0, int c1);
+                     const float* bias, int relu, float slope, int c0, int c1, int kw, int kh, int sw, int sh,
+                     int dw, int dh, float* buf);
+void ncnnc_bias_relu(float* y, long ycstep, long n, const float* bias, int relu, float slope, int c0,
+                     int c1);
+int ncnnc_nms(const float* x1, const float* y1, const float* x2, const float* y2, const float* areas, int n,
+              float thr, int product, int limit, long* picked);
+void ncnnc_qsort_desc(float* scores, long* idx, int left, int right);
+void ncnnc_global_pool(const float* x, long xcstep, int n, float* y, int is_max, int c0, int c1);
+void ncnnc_pool(const float* x, long xcstep, int h, int w, int top, int left, float value, int ph, int pw,
+                float* y, long ycstep, int outh, int outw, int is_max, int c0, int c1, int kw, int kh, int sw,
+                int sh, float* buf);
 void ncnnc_pad(const float* x, long xcstep, int h, int w, float* y, long ycstep, int top, int left,
                int oh, int ow, float value, int c0, int c1);
 void ncnnc_wino43_input(const float* x, long xcstep, int h, int w, int top, int left, float value,
                         float* v, int c, int th, int tw, int c0, int c1, float* buf);
 void ncnnc_wino43_output(const float* m, int outc, int th, int tw, float* y, long ycstep, int outh,
-                         int outw, const float* bias, int relu, int c0, int c1, float* buf);
+                         int outw, const float* bias, int relu, float slope, int c0, int c1, float* buf);
 """
 
 # Python's own CFLAGS carry -fwrapv, which stops gcc from vectorising the index arithmetic of
@@ -82,9 +95,11 @@ static int have_avx2(void)
     void ncnnc_##name params { name##_body args; }
 #endif
 
-static inline float finish(float v, int relu)
+/* the fused activation of an output value: ReLU (relu), leaky ReLU (slope), or none (relu 0,
+   slope 1: v * 1 is v exactly) */
+static inline float finish(float v, int relu, float slope)
 {
-    return relu && v < 0.f ? 0.f : v;
+    return v < 0.f ? (relu ? 0.f : v * slope) : v;
 }
 
 /* one channel bordered: y (oh x ow) = value around x (h x w) placed at (top, left) */
@@ -120,7 +135,7 @@ BODY void pad_channel(const float* restrict xc, int h, int w, float* restrict yc
    by row instead. */
 BODY void depthwise_body(const float* x, long xcstep, int h, int w, int top, int left, float value, int ph,
                          int pw, float* y, long ycstep, int outh, int outw,
-                         const float* weight, const float* bias, int relu, int c0, int c1,
+                         const float* weight, const float* bias, int relu, float slope, int c0, int c1,
                          int kw, int kh, int sw, int sh, int dw, int dh, float* buf)
 {
     const int maxk = kw * kh;
@@ -187,7 +202,7 @@ BODY void depthwise_body(const float* x, long xcstep, int h, int w, int top, int
                 const float* restrict a = acc + (size_t)oy * pw;
                 float* restrict out = yc + (size_t)oy * outw;
                 for (int ox = 0; ox < outw; ox++)
-                    out[ox] = finish(a[ox], relu);
+                    out[ox] = finish(a[ox], relu, slope);
             }
             continue;
         }
@@ -205,7 +220,7 @@ BODY void depthwise_body(const float* x, long xcstep, int h, int w, int top, int
                     float s = b + k[0] * r0[i] + k[1] * r0[i + 1] + k[2] * r0[i + 2]
                               + k[3] * r1[i] + k[4] * r1[i + 1] + k[5] * r1[i + 2]
                               + k[6] * r2[i] + k[7] * r2[i + 1] + k[8] * r2[i + 2];
-                    out[ox] = finish(s, relu);
+                    out[ox] = finish(s, relu, slope);
                 }
                 continue;
             }
@@ -222,10 +237,195 @@ BODY void depthwise_body(const float* x, long xcstep, int h, int w, int top, int
                         out[ox] += wv * s[(size_t)ox * sw];
                 }
             }
-            if (relu)
+            if (relu || slope != 1.f)
                 for (int ox = 0; ox < outw; ox++)
-                    out[ox] = finish(out[ox], 1);
+                    out[ox] = finish(out[ox], relu, slope);
         }
+    }
+}
+
+/* Greedy NMS over boxes already in score order, ncnn's test in float32: box i is kept when
+   no kept box overlaps it by more than thr (inter / union > thr, or inter > thr * union with
+   product). Writes the kept indices to picked, stops after limit of them; returns the count.
+   In Python this is one numpy pass per kept box: thousands of passes for the equal scores a
+   zero-weight YOLO head produces. Not dispatched: plain scalar code. */
+int ncnnc_nms(const float* x1, const float* y1, const float* x2, const float* y2, const float* areas, int n,
+              float thr, int product, int limit, long* picked)
+{
+    int count = 0;
+    for (int i = 0; i < n && count < limit; i++)
+    {
+        int keep = 1;
+        for (int q = 0; q < count; q++)
+        {
+            const long k = picked[q];
+            float inter = 0.f;
+            if (!(x1[i] > x2[k] || x2[i] < x1[k] || y1[i] > y2[k] || y2[i] < y1[k]))
+            {
+                const float iw = (x2[i] < x2[k] ? x2[i] : x2[k]) - (x1[i] > x1[k] ? x1[i] : x1[k]);
+                const float ih = (y2[i] < y2[k] ? y2[i] : y2[k]) - (y1[i] > y1[k] ? y1[i] : y1[k]);
+                inter = iw * ih;
+            }
+            const float sum = areas[i] + areas[k];
+            const float uni = sum - inter;
+            int hit;
+            if (product)
+            {
+                const float t = thr * uni;
+                hit = inter > t;
+            }
+            else
+            {
+                const float r = inter / uni;
+                hit = r > thr;
+            }
+            if (hit)
+            {
+                keep = 0;
+                break;
+            }
+        }
+        if (keep)
+            picked[count++] = i;
+    }
+    return count;
+}
+
+/* ncnn's descending quicksort (Hoare partition around the middle element), replayed on the
+   scores and their indices so that tied scores come out in ncnn's order */
+void ncnnc_qsort_desc(float* scores, long* idx, int left, int right)
+{
+    while (left < right)
+    {
+        int i = left, j = right;
+        const float p = scores[(left + right) / 2];
+        while (i <= j)
+        {
+            while (scores[i] > p)
+                i++;
+            while (scores[j] < p)
+                j--;
+            if (i <= j)
+            {
+                float ts = scores[i];
+                scores[i] = scores[j];
+                scores[j] = ts;
+                long ti = idx[i];
+                idx[i] = idx[j];
+                idx[j] = ti;
+                i++;
+                j--;
+            }
+        }
+        if (left < j)
+            ncnnc_qsort_desc(scores, idx, left, j);
+        left = i;
+    }
+}
+
+/* y[c] = max (is_max) or sum of the n values of channel c, in ncnn's sequential order (so the
+   sum is ncnn's to the bit); eight channels at a time so that eight independent chains fill
+   the pipeline instead of one add waiting for the previous (numpy's reduction along rows of
+   49 values runs about ten times slower than ncnn's) */
+BODY void global_pool_body(const float* x, long xcstep, int n, float* y, int is_max, int c0, int c1)
+{
+    int c = c0;
+    for (; c + 8 <= c1; c += 8)
+    {
+        const float* p = x + (size_t)c * xcstep;
+        float acc[8];
+        for (int k = 0; k < 8; k++)
+            acc[k] = p[(size_t)k * xcstep];
+        for (int i = 1; i < n; i++)
+        {
+            for (int k = 0; k < 8; k++)
+            {
+                const float v = p[(size_t)k * xcstep + i];
+                acc[k] = is_max ? (acc[k] < v ? v : acc[k]) : acc[k] + v;
+            }
+        }
+        for (int k = 0; k < 8; k++)
+            y[c + k] = acc[k];
+    }
+    for (; c < c1; c++)
+    {
+        const float* p = x + (size_t)c * xcstep;
+        float acc = p[0];
+        for (int i = 1; i < n; i++)
+            acc = is_max ? (acc < p[i] ? p[i] : acc) : acc + p[i];
+        y[c] = acc;
+    }
+}
+
+/* channels [c0, c1): y = the max (is_max) or the sum of each kh x kw window (stride sh, sw) of
+   x bordered by value, taps in row-major order as ncnn adds them. One pass over the output
+   per tap row instead of numpy's one per tap, the border made per channel in buf. */
+/* out[j] = max / sum over the kh x kw taps of r0 (rows pw apart) at j * sw, j < len; called
+   with a literal sw of 1 or 2 so that the strided loads vectorise once inlined */
+BODY void pool_run(float* restrict out, const float* r0, int pw, int len, int kw, int kh, int sw,
+                   int is_max)
+{
+    for (int j = 0; j < len; j++)
+        out[j] = r0[(size_t)j * sw];
+    for (int ky = 0; ky < kh; ky++)
+    {
+        for (int kx = ky == 0 ? 1 : 0; kx < kw; kx++)
+        {
+            const float* restrict s = r0 + (size_t)ky * pw + kx;
+            if (is_max)
+            {
+                for (int j = 0; j < len; j++)
+                {
+                    const float v = s[(size_t)j * sw];
+                    out[j] = v > out[j] ? v : out[j];
+                }
+            }
+            else
+            {
+                for (int j = 0; j < len; j++)
+                    out[j] += s[(size_t)j * sw];
+            }
+        }
+    }
+}
+
+BODY void pool_body(const float* x, long xcstep, int h, int w, int top, int left, float value, int ph,
+                    int pw, float* y, long ycstep, int outh, int outw, int is_max, int c0, int c1, int kw,
+                    int kh, int sw, int sh, float* buf)
+{
+    const int bordered = top != 0 || left != 0 || ph != h || pw != w;
+    /* short rows (7, 14) leave a vectorised row loop in its scalar tail: as in the depthwise
+       kernel, equal strides let one flat run over j = oy * pw + ox cover the whole channel */
+    const int flat = sw == sh && outw < 16;
+    const int n = (outh - 1) * pw + outw;
+    float* pbuf = buf;
+    float* abuf = buf + (bordered ? (size_t)ph * pw : 0);
+    for (int c = c0; c < c1; c++)
+    {
+        const float* restrict xc = x + (size_t)c * xcstep;
+        if (bordered)
+        {
+            pad_channel(xc, h, w, pbuf, top, left, ph, pw, value);
+            xc = pbuf;
+        }
+        float* yc = y + (size_t)c * ycstep;
+        const int rows = flat ? 1 : outh;
+        const int len = flat ? n : outw;
+        for (int oy = 0; oy < rows; oy++)
+        {
+            float* restrict out = flat ? abuf : yc + (size_t)oy * outw;
+            const float* r0 = xc + (size_t)(oy * sh) * pw;
+            if (sw == 1)
+                pool_run(out, r0, pw, len, kw, kh, 1, is_max);
+            else if (sw == 2)
+                pool_run(out, r0, pw, len, kw, kh, 2, is_max);
+            else
+                pool_run(out, r0, pw, len, kw, kh, sw, is_max);
+        }
+        if (flat)
+            for (int oy = 0; oy < outh; oy++)
+                for (int ox = 0; ox < outw; ox++)
+                    yc[(size_t)oy * outw + ox] = abuf[(size_t)oy * pw + ox];
     }
 }
 
@@ -333,7 +533,8 @@ BODY void wino43_input_body(const float* x, long xcstep, int h, int w, int top, 
    channels [c0, c1); m is [outc][36][th*tw]; tiles are cropped to outh x outw. A across each
    tile row first (contiguous over tiles), then AT down the rows (contiguous over x). */
 BODY void wino43_output_body(const float* m, int outc, int th, int tw, float* y, long ycstep, int outh,
-                             int outw, const float* bias, int relu, int c0, int c1, float* buf)
+                             int outw, const float* bias, int relu, float slope, int c0, int c1,
+                             float* buf)
 {
     const size_t t = (size_t)th * tw;
     const size_t plane = t; /* m is [outc][36][t] */
@@ -367,51 +568,61 @@ BODY void wino43_output_body(const float* m, int outc, int th, int tw, float* y,
             const int rows = outh - ty * 4 < 4 ? outh - ty * 4 : 4;
             float* restrict y0 = yc + (size_t)(ty * 4) * outw;
             for (int x = 0; x < outw; x++)
-                y0[x] = finish(s0[x] + s1[x] + s2[x] + s3[x] + s4[x] + b, relu);
+                y0[x] = finish(s0[x] + s1[x] + s2[x] + s3[x] + s4[x] + b, relu, slope);
             if (rows > 1)
             {
                 float* restrict y1 = y0 + outw;
                 for (int x = 0; x < outw; x++)
-                    y1[x] = finish(s1[x] - s2[x] + 2.f * (s3[x] - s4[x]) + b, relu);
+                    y1[x] = finish(s1[x] - s2[x] + 2.f * (s3[x] - s4[x]) + b, relu, slope);
             }
             if (rows > 2)
             {
                 float* restrict y2 = y0 + 2 * outw;
                 for (int x = 0; x < outw; x++)
-                    y2[x] = finish(s1[x] + s2[x] + 4.f * (s3[x] + s4[x]) + b, relu);
+                    y2[x] = finish(s1[x] + s2[x] + 4.f * (s3[x] + s4[x]) + b, relu, slope);
             }
             if (rows > 3)
             {
                 float* restrict y3 = y0 + 3 * outw;
                 for (int x = 0; x < outw; x++)
-                    y3[x] = finish(s1[x] - s2[x] + 8.f * (s3[x] - s4[x]) + s5[x] + b, relu);
+                    y3[x] = finish(s1[x] - s2[x] + 8.f * (s3[x] - s4[x]) + s5[x] + b, relu, slope);
             }
         }
     }
 }
 
-/* y[c] += bias[c] (when bias), then ReLU (when relu), in one pass over channels [c0, c1)
+/* y[c] += bias[c] (when bias), then the activation (finish), in one pass over channels [c0, c1)
    of n values each, channels ycstep apart: the epilogue of a matrix product */
-BODY void bias_relu_body(float* y, long ycstep, long n, const float* bias, int relu, int c0, int c1)
+BODY void bias_relu_body(float* y, long ycstep, long n, const float* bias, int relu, float slope, int c0,
+                         int c1)
 {
     for (int c = c0; c < c1; c++)
     {
         float* restrict yc = y + (size_t)c * ycstep;
         const float b = bias ? bias[c] : 0.f;
         for (long i = 0; i < n; i++)
-            yc[i] = finish(yc[i] + b, relu);
+            yc[i] = finish(yc[i] + b, relu, slope);
     }
 }
 
 DISPATCH(depthwise,
          (const float* x, long xcstep, int h, int w, int top, int left, float value, int ph, int pw,
           float* y, long ycstep, int outh, int outw, const float* weight, const float* bias, int relu,
-          int c0, int c1, int kw, int kh, int sw, int sh, int dw, int dh, float* buf),
-         (x, xcstep, h, w, top, left, value, ph, pw, y, ycstep, outh, outw, weight, bias, relu, c0, c1,
-          kw, kh, sw, sh, dw, dh, buf))
+          float slope, int c0, int c1, int kw, int kh, int sw, int sh, int dw, int dh, float* buf),
+         (x, xcstep, h, w, top, left, value, ph, pw, y, ycstep, outh, outw, weight, bias, relu, slope, c0,
+          c1, kw, kh, sw, sh, dw, dh, buf))
+DISPATCH(pool,
+         (const float* x, long xcstep, int h, int w, int top, int left, float value, int ph, int pw,
+          float* y, long ycstep, int outh, int outw, int is_max, int c0, int c1, int kw, int kh, int sw,
+          int sh, float* buf),
+         (x, xcstep, h, w, top, left, value, ph, pw, y, ycstep, outh, outw, is_max, c0, c1, kw, kh, sw, sh,
+          buf))
+DISPATCH(global_pool,
+         (const float* x, long xcstep, int n, float* y, int is_max, int c0, int c1),
+         (x, xcstep, n, y, is_max, c0, c1))
 DISPATCH(bias_relu,
-         (float* y, long ycstep, long n, const float* bias, int relu, int c0, int c1),
-         (y, ycstep, n, bias, relu, c0, c1))
+         (float* y, long ycstep, long n, const float* bias, int relu, float slope, int c0, int c1),
+         (y, ycstep, n, bias, relu, slope, c0, c1))
 DISPATCH(pad,
          (const float* x, long xcstep, int h, int w, float* y, long ycstep, int top, int left,
           int oh, int ow, float value, int c0, int c1),
@@ -422,8 +633,8 @@ DISPATCH(wino43_input,
          (x, xcstep, h, w, top, left, value, v, c, th, tw, c0, c1, buf))
 DISPATCH(wino43_output,
          (const float* m, int outc, int th, int tw, float* y, long ycstep, int outh, int outw,
-          const float* bias, int relu, int c0, int c1, float* buf),
-         (m, outc, th, tw, y, ycstep, outh, outw, bias, relu, c0, c1, buf))
+          const float* bias, int relu, float slope, int c0, int c1, float* buf),
+         (m, outc, th, tw, y, ycstep, outh, outw, bias, relu, slope, c0, c1, buf))
 """
 
 

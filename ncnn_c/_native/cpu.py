@@ -54,7 +54,7 @@ class CpuKernels:
         """fn(*head, lo, hi, *tail) over [0, n), on up to ``threads`` threads (cffi drops the GIL);
         with ``scratch`` floats, each thread's call gets its own scratch buffer appended."""
         threads = max(1, min(threads, n)) if work >= _THREAD_MIN else 1
-        bufs = [np.zeros(scratch, np.float32) for _ in range(threads)] if scratch else []
+        bufs = [np.empty(scratch, np.float32) for _ in range(threads)] if scratch else []
         extra: list[tuple] = [(self._ptr(b, False),) for b in bufs] if scratch else [()] * threads
         if threads == 1:
             fn(*head, 0, n, *tail, *extra[0])
@@ -68,11 +68,12 @@ class CpuKernels:
             f.result()
 
     def depthwise(
-        self, x, dst, weight, bias, relu, geom, pads=(0, 0, 0, 0), value=0.0, threads: int = 1
+        self, x, dst, weight, bias, relu, geom, pads=(0, 0, 0, 0), value=0.0, threads: int = 1, slope=1.0
     ) -> bool:
         """dst (c, outh, outw) = depthwise conv of x (c, h, w) bordered by ``pads`` (top, bottom,
         left, right, none negative) of ``value``, with weight (c, kh*kw), plus bias (c values or
-        None), then ReLU when ``relu``; geom is (kw, kh, sw, sh, dw, dh)."""
+        None), then ReLU when ``relu``, else negative values times ``slope`` (leaky ReLU; 1 for
+        none); geom is (kw, kh, sw, sh, dw, dh)."""
         c, outh, outw = dst.shape
         _, h, w = x.shape
         top, bottom, left, right = pads
@@ -94,6 +95,7 @@ class CpuKernels:
             self._ptr(weight),
             self._ptr(bias),
             int(relu),
+            float(slope),
         )
         scratch = outh * pw + (ph * pw if max(pads) > 0 else 0)
         self._split(
@@ -101,8 +103,63 @@ class CpuKernels:
         )
         return True
 
-    def bias_relu(self, dst, bias, relu: bool, threads: int = 1) -> bool:
-        """dst (c, h, w) += bias (c values or None), then ReLU when ``relu``, in place."""
+    def pool(self, x, dst, pads, value, geom, is_max: bool, threads: int = 1) -> bool:
+        """dst (c, outh, outw) = max (``is_max``) or sum of each window of x (c, h, w) bordered
+        by ``pads`` (top, bottom, left, right, none negative) of ``value``; geom is
+        (kw, kh, sw, sh)."""
+        c, outh, outw = dst.shape
+        _, h, w = x.shape
+        top, bottom, left, right = pads
+        if min(pads) < 0 or not (_rows_contiguous(x) and _rows_contiguous(dst)) or x.shape[0] != c:
+            return False
+        kw, kh, sw, sh = geom
+        ph, pw = h + top + bottom, w + left + right
+        if (outh - 1) * sh + kh > ph or (outw - 1) * sw + kw > pw:
+            return False
+        head: tuple = (self._ptr(x), x.strides[0] // 4, h, w, top, left, float(value), ph, pw)
+        head += (self._ptr(dst, False), dst.strides[0] // 4, outh, outw, int(is_max))
+        scratch = outh * pw + (ph * pw if max(pads) > 0 else 0)
+        self._split(self._lib.ncnnc_pool, head, (kw, kh, sw, sh), c, threads, dst.size * kw * kh, scratch)
+        return True
+
+    def global_pool(self, x, dst, is_max: bool, threads: int = 1) -> bool:
+        """dst (c,) = max or sum over each channel of x (c, h, w), in ncnn's order."""
+        c, h, w = x.shape
+        if not _rows_contiguous(x) or dst.shape != (c,) or dst.dtype != np.float32:
+            return False
+        if dst.strides != (4,):
+            return False
+        head = (self._ptr(x), x.strides[0] // 4, h * w, self._ptr(dst, False), int(is_max))
+        self._split(self._lib.ncnnc_global_pool, head, (), c, threads, x.size)
+        return True
+
+    def nms(self, x1, y1, x2, y2, areas, thr: float, product: bool, limit: int) -> np.ndarray | None:
+        """Kept indices of greedy NMS over float32 contiguous box columns (score order); None
+        when any value is NaN (numpy's min / max propagate it, C's comparisons do not)."""
+        n = x1.shape[0]
+        cols = (x1, y1, x2, y2, areas)
+        if any(np.isnan(a).any() for a in cols):
+            return None
+        picked = np.empty(n, dtype=np.int64)
+        ptrs = [self._ptr(a) for a in cols]
+        count = self._lib.ncnnc_nms(
+            *ptrs, n, float(thr), int(product), int(min(limit, n)), self._ffi.cast("long*", _addr(picked))
+        )
+        return picked[:count].astype(np.intp)
+
+    def qsort_desc(self, scores: np.ndarray) -> np.ndarray:
+        """The permutation ncnn's descending quicksort leaves on float32 ``scores``."""
+        s = np.array(scores, dtype=np.float32)  # sorted in place: a private copy
+        idx = np.arange(s.shape[0], dtype=np.int64)
+        if s.shape[0] > 1:
+            self._lib.ncnnc_qsort_desc(
+                self._ptr(s, False), self._ffi.cast("long*", _addr(idx)), 0, s.shape[0] - 1
+            )
+        return idx.astype(np.intp)
+
+    def bias_relu(self, dst, bias, relu: bool, threads: int = 1, slope: float = 1.0) -> bool:
+        """dst (c, h, w) += bias (c values or None), then ReLU when ``relu`` (else leaky with
+        ``slope``, 1 for none), in place."""
         c, h, w = dst.shape
         if not _rows_contiguous(dst):
             return False
@@ -110,7 +167,7 @@ class CpuKernels:
             bias = np.ascontiguousarray(bias, dtype=np.float32).reshape(-1)
             if bias.size != c:
                 return False
-        head = (self._ptr(dst, False), dst.strides[0] // 4, h * w, self._ptr(bias), int(relu))
+        head = (self._ptr(dst, False), dst.strides[0] // 4, h * w, self._ptr(bias), int(relu), float(slope))
         self._split(self._lib.ncnnc_bias_relu, head, (), c, threads, dst.size)
         return True
 
@@ -152,15 +209,18 @@ class CpuKernels:
         self._split(self._lib.ncnnc_wino43_input, head, (), c, threads, 8 * v.size, scratch=scratch)
         return True
 
-    def wino43_output(self, m, dst, bias, relu, th: int, tw: int, threads: int = 1) -> bool:
-        """dst (outc, outh, outw) = Winograd F(4,3) output of m (outc, 36, th*tw) + bias, ReLU."""
+    def wino43_output(
+        self, m, dst, bias, relu, th: int, tw: int, threads: int = 1, slope: float = 1.0
+    ) -> bool:
+        """dst (outc, outh, outw) = Winograd F(4,3) output of m (outc, 36, th*tw) + bias, then
+        ReLU or leaky ReLU (as bias_relu)."""
         outc, outh, outw = dst.shape
         if not _rows_contiguous(dst) or m.shape != (outc, 36, th * tw) or not m.flags.c_contiguous:
             return False
         if bias is not None:
             bias = np.ascontiguousarray(bias, dtype=np.float32).reshape(-1)
         head: tuple = (self._ptr(m), outc, th, tw, self._ptr(dst, False), dst.strides[0] // 4, outh, outw)
-        head += (self._ptr(bias), int(relu))
+        head += (self._ptr(bias), int(relu), float(slope))
         self._split(self._lib.ncnnc_wino43_output, head, (), outc, threads, 4 * m.size, scratch=6 * 4 * tw)
         return True
 
@@ -172,7 +232,12 @@ def _call(fn, args: tuple) -> None:
 def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=7, thread_name_prefix="ncnn_c_cpu")
+        from .blas import single_thread_this_thread
+
+        # the pool's threads do the splitting: BLAS must not start threads of its own there
+        _pool = ThreadPoolExecutor(
+            max_workers=7, thread_name_prefix="ncnn_c_cpu", initializer=single_thread_this_thread
+        )
     return _pool
 
 

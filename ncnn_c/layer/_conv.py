@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .._native.blas import matmul as par_matmul
+from .._native.cpu import cpu_kernels
 from . import workspace
 
 
@@ -25,11 +27,14 @@ def channel_rows(dst: np.ndarray) -> np.ndarray | None:
     """``dst`` (c, h, w) as a (c, h*w) view when each channel is contiguous (cstep may pad
     between channels), so a matrix product can land in the top blob; None otherwise."""
     c, h, w = dst.shape
-    if dst.flags.c_contiguous:
-        return dst.reshape(c, h * w)  # a free view, cheaper than as_strided for small layers
-    if dst.strides[1:] != (w * 4, 4):
+    if dst.strides[2] != 4 or (h > 1 and dst.strides[1] != w * 4):
         return None
-    return as_strided(dst, shape=(c, h * w), strides=(dst.strides[0], 4))
+    # merging h and w needs no copy here; copy=False makes numpy say so rather than copy
+    # (as_strided would do too, at several times the cost for a small layer)
+    try:
+        return dst.reshape((c, h * w), copy=False)
+    except ValueError:
+        return None
 
 
 def im2col(xp, kw, kh, sw, sh, dw, dh, outh, outw, opt, groups=1):
@@ -57,7 +62,7 @@ def gemm_into(xp, dst, weight2d, kw, kh, sw, sh, dw, dh, opt) -> None:
         cols = cols3[0]
     rows = channel_rows(dst)
     if rows is not None:
-        np.matmul(weight2d, cols, out=rows)
+        par_matmul(weight2d, cols, rows, _threads(opt))
     else:
         dst[...] = (weight2d @ cols).reshape(dst.shape)
     del keep
@@ -67,10 +72,16 @@ def grouped_into(xp, dst, weight3d, kw, kh, sw, sh, dw, dh, opt) -> None:
     """Grouped convolution: weight3d is (groups, outc/groups, c/groups*kh*kw)."""
     g = weight3d.shape[0]
     outc, outh, outw = dst.shape
-    keep, cols = im2col(xp, kw, kh, sw, sh, dw, dh, outh, outw, opt, groups=g)
+    keep = None
+    flat = channel_rows(xp) if kw == kh == 1 and sw == sh == 1 else None
+    if flat is not None:
+        # 1x1 stride 1 (ShuffleNet's grouped pointwise layers): the input already is the matrix
+        cols = flat.reshape(g, xp.shape[0] // g, outh * outw)
+    else:
+        keep, cols = im2col(xp, kw, kh, sw, sh, dw, dh, outh, outw, opt, groups=g)
     rows = channel_rows(dst)
     if rows is not None:
-        np.matmul(weight3d, cols, out=rows.reshape(g, outc // g, outh * outw))
+        par_matmul(weight3d, cols, rows.reshape(g, outc // g, outh * outw), _threads(opt))
     else:
         dst[...] = np.matmul(weight3d, cols).reshape(dst.shape)
     del keep
@@ -122,18 +133,29 @@ def _threads(opt) -> int:
 
 
 def native_kernels():
-    from .._native.cpu import cpu_kernels
-
     return cpu_kernels()
 
 
-def bias_act(dst, bias, activation_type: int, opt) -> bool:
-    """Add bias (None or (c, 1) values) and apply ReLU in one native pass when the activation is
-    none or ReLU; False (nothing done) otherwise."""
-    if activation_type not in (0, 1) or (bias is None and activation_type == 0):
+def native_act(activation_type: int, params) -> tuple[int, float] | None:
+    """(relu, slope) of the native kernels for a fused activation they can apply (none, ReLU,
+    leaky ReLU), None for the others."""
+    if activation_type == 0:
+        return 0, 1.0
+    if activation_type == 1:
+        return 1, 1.0
+    if activation_type == 2:
+        return 0, float(params[0])
+    return None
+
+
+def bias_act(dst, bias, activation_type: int, opt, params=None) -> bool:
+    """Add bias (None or (c, 1) values) and apply the activation in one native pass when it is
+    none, ReLU or leaky ReLU (slope ``params[0]``); False (nothing done) otherwise."""
+    act = native_act(activation_type, params)
+    if act is None or (bias is None and activation_type == 0):
         return bias is None and activation_type == 0
     native = native_kernels()
-    return native is not None and native.bias_relu(dst, bias, activation_type == 1, _threads(opt))
+    return native is not None and native.bias_relu(dst, bias, act[0], _threads(opt), act[1])
 
 
 def _bordered(x, pads, value, opt):
@@ -145,10 +167,11 @@ def _bordered(x, pads, value, opt):
     return copy_make_border(x, pads[0], pads[1], pads[2], pads[3], value, opt)
 
 
-def winograd43_into(x, dst, u, bias, relu: bool, opt, pads=(0, 0, 0, 0), value=0.0) -> bool:
+def winograd43_into(x, dst, u, bias, act, opt, pads=(0, 0, 0, 0), value=0.0) -> bool:
     """3x3 stride-1 convolution of x (c, h, w) bordered by ``pads`` (top, bottom, left, right,
     none negative) of ``value`` into dst (outc, outh, outw), bias added; returns whether the
-    ReLU was applied too (the native transforms fuse it).
+    activation ``act`` (native_act's (relu, slope), or None) was applied too (the native
+    transforms fuse it).
 
     The tiles live channel-major, (c, 36, t) and (outc, 36, t), so that each transform reads
     and writes one channel's block; the 36 products see them through transposed views, which
@@ -169,10 +192,11 @@ def winograd43_into(x, dst, u, bias, relu: bool, opt, pads=(0, 0, 0, 0), value=0
     # splitting the 36 products over Python threads with single-threaded BLAS (OpenBLAS's
     # spinning workers then compete for the cores), and a register-blocked native loop for
     # few tiles (faster alone on the smallest shapes only)
-    np.matmul(u, v.transpose(1, 0, 2), out=m.transpose(1, 0, 2))
+    par_matmul(u, v.transpose(1, 0, 2), m.transpose(1, 0, 2), threads)
     del keep_v
-    if native is not None and native.wino43_output(m, dst, bias, relu, th, tw, threads):
-        return relu
+    relu, slope = act or (0, 1.0)
+    if native is not None and native.wino43_output(m, dst, bias, relu, th, tw, threads, slope):
+        return act is not None
     keep_y, y = workspace(opt, (outc, 16, t))
     np.matmul(_KA, m, out=y)
     del keep_m
@@ -208,13 +232,17 @@ def _wino_input_numpy(xp, v, th, tw, opt) -> None:
 
 
 # -- depthwise -------------------------------------------------------------------------------------
-def depthwise_into(x, dst, weight, bias, relu: bool, geom, opt, pads=(0, 0, 0, 0), value=0.0) -> bool:
+def depthwise_into(x, dst, weight, bias, act, geom, opt, pads=(0, 0, 0, 0), value=0.0) -> bool:
     """dst[c] = bias[c] + sum over taps of weight[c, ky, kx] * shifted x[c], x bordered by
     ``pads`` (top, bottom, left, right) of ``value``; weight is (c, kh*kw), geom is (kw, kh,
-    sw, sh, dw, dh); no pad may be negative. Returns whether the ReLU was applied too."""
+    sw, sh, dw, dh); no pad may be negative. Returns whether the activation ``act``
+    (native_act's (relu, slope), or None) was applied too."""
     native = native_kernels()
-    if native is not None and native.depthwise(x, dst, weight, bias, relu, geom, pads, value, _threads(opt)):
-        return relu
+    relu, slope = act or (0, 1.0)
+    if native is not None and native.depthwise(
+        x, dst, weight, bias, relu, geom, pads, value, _threads(opt), slope
+    ):
+        return act is not None
     keep_x, xp = _bordered(x, pads, value, opt)
     kw, kh, sw, sh, dw, dh = geom
     c, outh, outw = dst.shape

@@ -56,6 +56,19 @@ def channel_view(t: np.ndarray) -> np.ndarray:
         return t
 
 
+def padded_flat(m) -> np.ndarray | None:
+    """A 3-D / 4-D fp32 blob's storage as one flat float32 view, channel padding included; None
+    for other blobs. An elementwise function over it touches the padding too, which nobody
+    reads, and costs one contiguous pass instead of a strided walk over small channels."""
+    if m.dims < 3 or m.elempack != 1 or m.elemsize != 4:
+        return None
+    n = m.cstep * m.c
+    raw = m.raw()
+    if raw.size < n * 4:
+        return None
+    return raw[: n * 4].view(np.float32)
+
+
 class Elementwise(Layer):
     """A one-blob, in-place capable layer defined by ``apply(x, out, *coeffs)`` (module doc)."""
 
@@ -99,13 +112,25 @@ class Elementwise(Layer):
         if top.empty():
             return -100
         src, dst = self._view(bottom.tensor()), self._view(top.tensor())
+        if src.ndim > 1 and self._padded_ok(coeffs):
+            psrc, pdst = padded_flat(bottom), padded_flat(top)
+            if psrc is not None and pdst is not None and psrc.size == pdst.size:
+                src, dst = psrc, pdst
         if src.shape != dst.shape:  # one flat, one not: keep both in the ncnn shape
             src, dst = bottom.tensor(), top.tensor()
         return self._run(src, dst, coeffs)
 
     def forward_inplace_with(self, bottom_top, coeffs: tuple) -> int:
         x = self._view(bottom_top.tensor())
+        if x.ndim > 1 and self._padded_ok(coeffs):
+            flat = padded_flat(bottom_top)
+            if flat is not None:
+                x = flat
         return self._run(x, x, coeffs)
+
+    def _padded_ok(self, coeffs: tuple) -> bool:
+        # per-channel operands need the channel axis; scalars do not
+        return not self.per_channel and all(np.ndim(c) == 0 for c in coeffs)
 
     def forward(self, bottom, top, opt) -> int:
         coeffs = self.channel_coeffs(bottom)

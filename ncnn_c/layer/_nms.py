@@ -60,8 +60,21 @@ def sort_descending(scores: np.ndarray, k: int | None = None) -> np.ndarray:
     m = n if k is None or k >= n else k + 1
     if not np.any(ranked[1:m] == ranked[: m - 1]):
         return order if k is None else order[:k]
-    full = _quicksort_order(scores)
+    full = _native_order(scores)
+    if full is None:
+        full = _quicksort_order(scores)
     return full if k is None else full[:k]
+
+
+def _native_order(scores: np.ndarray) -> np.ndarray | None:
+    """_quicksort_order in C (a Python replay of many ties takes tens of ms); None without
+    the native kernels or for other than float32 scores."""
+    if scores.dtype != np.float32:
+        return None
+    from .._native.cpu import cpu_kernels
+
+    native = cpu_kernels()
+    return None if native is None else native.qsort_desc(scores)
 
 
 # below this many boxes the whole overlap matrix is cheaper than one pass per kept box
@@ -106,6 +119,13 @@ def nms_sorted(
     areas = np.ascontiguousarray(areas, dtype=np.float32)
     thr = np.float32(threshold)
     cap = n if limit is None else limit
+    from .._native.cpu import cpu_kernels
+
+    native = cpu_kernels()
+    if native is not None:
+        kept = native.nms(x1, y1, x2, y2, areas, float(thr), product, cap)
+        if kept is not None:
+            return kept
     picked: list[int] = []
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if n <= _MATRIX_NMS:

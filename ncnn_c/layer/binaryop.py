@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import Layer, Param
+from ._elementwise import padded_flat
 
 log = logging.getLogger("ncnn_c")
 
@@ -136,6 +137,12 @@ class BinaryOp(Layer):
         out.create(*oshape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if out.empty():
             return -100
+        if a.shape == b.shape and a.ndim >= 3 and bottom[0].cstep == bottom[1].cstep == out.cstep:
+            # equal shapes (residual adds): one contiguous pass over the padded storage
+            fa, fb, fo = padded_flat(bottom[0]), padded_flat(bottom[1]), padded_flat(out)
+            if fa is not None and fb is not None and fo is not None:
+                _apply(self.op_type, fa, fb, fo)
+                return 0
         _apply(self.op_type, a.reshape(ashape), b.reshape(bshape), out.tensor())
         return 0
 

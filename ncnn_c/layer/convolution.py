@@ -15,7 +15,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param, workspace
-from ._conv import bias_act, gemm_into, native_kernels, winograd43_into, winograd43_weights
+from ._conv import bias_act, gemm_into, native_act, native_kernels, winograd43_into, winograd43_weights
 from ._elementwise import negate
 
 log = logging.getLogger("ncnn_c")
@@ -182,6 +182,7 @@ class Convolution(Layer):
         self._bias: np.ndarray | None = None
         self._wino: np.ndarray | None = None
         self._wino_done = False
+        self._wino_fits = False
 
     # -- params and weights ------------------------------------------------------------------
     def group_count(self) -> int:
@@ -269,6 +270,7 @@ class Convolution(Layer):
         )
         self._wino = None
         self._wino_done = False
+        self._wino_fits = False
 
     def create_pipeline(self, opt) -> int:
         self._prepare_winograd()
@@ -276,13 +278,27 @@ class Convolution(Layer):
 
     def _prepare_winograd(self) -> None:
         """Transform the weights for Winograd once, on the CPU path only (a GPU layer never
-        needs the 4x larger copy)."""
+        needs the 4x larger copy). When the param file's shape hint says the output has too
+        few tiles for Winograd (ResNet-50's 7x7 stage: 113 MB of transformed weights never
+        read), the transform waits until an input large enough comes."""
         if self._wino_done or self._weight2d is None:
             return
         self._wino_done = True
         inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
-        if self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output):
+        self._wino_fits = self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output)
+        hint = self.top_shapes[0] if self.top_shapes else None
+        if hint is not None and hint.dims == 3 and hint.w > 0 and hint.h > 0:
+            if -(-hint.w // 4) * -(-hint.h // 4) < WINOGRAD_MIN_TILES:
+                return
+        if self._wino_fits:
+            self._winograd_weights()
+
+    def _winograd_weights(self) -> np.ndarray:
+        if self._wino is None:
+            assert self._weight2d is not None
+            inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
             self._wino = winograd43_weights(self._weight2d, self.num_output, inc)
+        return self._wino
 
     def _winograd_fits(self, kw: int, kh: int, inc: int, outc: int) -> bool:
         return (
@@ -338,10 +354,10 @@ class Convolution(Layer):
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:
             return self._forward_flat(bottom, top, opt)
         return self._forward_3d(
-            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, self._wino
+            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, self._wino_fits
         )
 
-    def _forward_3d(self, bottom, top, opt, weight2d, bias, kw, kh, wino=None) -> int:
+    def _forward_3d(self, bottom, top, opt, weight2d, bias, kw, kh, wino: bool = False) -> int:
         name = type(self).__name__
         if bottom.elempack != 1 or bottom.dims != 3:
             log.error(
@@ -387,17 +403,17 @@ class Convolution(Layer):
             return None
         return top.tensor().reshape(outc, outh, outw) if dims == 2 else top.tensor()
 
-    def _compute(self, x, pads, dst, opt, weight2d, bias, kw, kh, wino) -> None:
+    def _compute(self, x, pads, dst, opt, weight2d, bias, kw, kh, wino: bool) -> None:
         """The convolution of x bordered by pads into dst (outc, outh, outw), bias and activation
-        included. The native Winograd transform borders the input on the fly; the other paths
-        work on a bordered copy."""
-        relu = self.activation_type == 1
-        if wino is not None and -(-dst.shape[1] // 4) * -(-dst.shape[2] // 4) >= WINOGRAD_MIN_TILES:
+        included; ``wino``: the layer's static weights suit Winograd. The native Winograd
+        transform borders the input on the fly; the other paths work on a bordered copy."""
+        act = native_act(self.activation_type, self._act)
+        if wino and -(-dst.shape[1] // 4) * -(-dst.shape[2] // 4) >= WINOGRAD_MIN_TILES:
             keep = None
             if min(pads) < 0 or native_kernels() is None:
                 keep, x = copy_make_border(x, pads[0], pads[1], pads[2], pads[3], self.pad_value, opt)
                 pads = (0, 0, 0, 0)
-            done = winograd43_into(x, dst, wino, bias, relu, opt, pads, self.pad_value)
+            done = winograd43_into(x, dst, self._winograd_weights(), bias, act, opt, pads, self.pad_value)
             del keep
             if done:
                 return
@@ -406,7 +422,7 @@ class Convolution(Layer):
             geom = (self.stride_w, self.stride_h, self.dilation_w, self.dilation_h)
             gemm_into(xp, dst, weight2d, kw, kh, *geom, opt)
             del keep
-            if bias_act(dst, bias, self.activation_type, opt):
+            if bias_act(dst, bias, self.activation_type, opt, self._act):
                 return
             if bias is not None:
                 dst += bias.reshape(-1, 1, 1)

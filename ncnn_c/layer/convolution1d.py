@@ -41,16 +41,21 @@ class Convolution1D(Convolution):
     def _winograd_fits(self, kw: int, kh: int, inc: int, outc: int) -> bool:
         return False
 
-    def _padded(self, x, opt=None, kw=None, kh=None):
-        kw = self.kernel_w if kw is None else kw
+    def lr_pads(self, w: int, kw: int) -> tuple[int, int]:
+        """(left, right) border for a length-w input and kernel width kw; (0, 0) when none."""
         l, r = self.pad_left, self.pad_right
         if l > 0 or r > 0:
-            pass
-        elif l == r and l in (PAD_SAME_UPPER, PAD_SAME_LOWER):
-            l, r = same_pads(x.shape[-1], self.dilation_w * (kw - 1) + 1, self.stride_w, l == PAD_SAME_UPPER)
-            if l + r <= 0:
-                return None, x
-        else:
+            return l, r
+        if l == r and l in (PAD_SAME_UPPER, PAD_SAME_LOWER):
+            l, r = same_pads(w, self.dilation_w * (kw - 1) + 1, self.stride_w, l == PAD_SAME_UPPER)
+            if l + r > 0:
+                return l, r
+        return 0, 0
+
+    def _padded(self, x, opt=None, kw=None, kh=None):
+        kw = self.kernel_w if kw is None else kw
+        l, r = self.lr_pads(x.shape[-1], kw)
+        if (l, r) == (0, 0):
             return None, x
         return copy_make_border(x, 0, 0, l, r, self.pad_value, opt)
 
@@ -84,6 +89,6 @@ class Convolution1D(Convolution):
         dst = self._create_top(1, xp.shape[2], top, opt, weight2d.shape[0], kw, 1, 2)
         if dst is None:
             return -100 if top.dims else -1
-        self._compute(xp, (0, 0, 0, 0), dst, opt, weight2d, bias, kw, 1, None)
+        self._compute(xp, (0, 0, 0, 0), dst, opt, weight2d, bias, kw, 1, False)
         del keep
         return 0

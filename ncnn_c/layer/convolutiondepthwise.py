@@ -13,7 +13,7 @@ import logging
 import numpy as np
 
 from . import Param
-from ._conv import bias_act, depthwise_into, gemm_into, grouped_into, native_kernels
+from ._conv import bias_act, depthwise_into, gemm_into, grouped_into, native_act, native_kernels
 from .convolution import Convolution, copy_make_border, fused_activation
 
 log = logging.getLogger("ncnn_c")
@@ -80,8 +80,8 @@ class ConvolutionDepthWise(Convolution):
             if min(pads) < 0 or native_kernels() is None:
                 keep, x = copy_make_border(x, pads[0], pads[1], pads[2], pads[3], self.pad_value, opt)
                 pads = (0, 0, 0, 0)
-            relu = self.activation_type == 1
-            done = depthwise_into(x, dst, weight2d, bias, relu, geom, opt, pads, self.pad_value)
+            act = native_act(self.activation_type, self._act)
+            done = depthwise_into(x, dst, weight2d, bias, act, geom, opt, pads, self.pad_value)
             del keep
             if done:
                 return
@@ -93,7 +93,7 @@ class ConvolutionDepthWise(Convolution):
             else:
                 grouped_into(xp, dst, weight2d.reshape(g, outc // g, -1), *geom, opt)
             del keep
-            if bias_act(dst, bias, self.activation_type, opt):
+            if bias_act(dst, bias, self.activation_type, opt, self._act):
                 return
         if bias is not None:
             dst += bias.reshape(-1, 1, 1)

@@ -11,6 +11,7 @@ import logging
 import numpy as np
 
 from . import Layer, Param
+from ._elementwise import padded_flat
 
 log = logging.getLogger("ncnn_c")
 
@@ -50,6 +51,12 @@ class Eltwise(Layer):
         if top.empty():
             return -100
         out = top.tensor()
+        if xs[0].ndim >= 3 and all(b.cstep == top.cstep for b in bottoms):
+            # one contiguous pass over the padded storage instead of a walk over small channels
+            flat = [padded_flat(b) for b in bottoms]
+            fo = padded_flat(top)
+            if fo is not None and all(f is not None for f in flat):
+                xs, out = flat, fo
         if self.op_type == PROD:
             np.multiply(xs[0], xs[1], out=out)
             for x in xs[2:]:

@@ -14,6 +14,7 @@ import logging
 
 import numpy as np
 
+from .._native.cpu import cpu_kernels
 from ..mat import Mat
 from . import Layer, Param
 from .reshape import numpy_shape
@@ -135,6 +136,19 @@ class Padding(Layer):
         if top.empty():
             return -100
         out = top.tensor()
+        if (
+            dims == 3
+            and pads[0] == (0, 0)
+            and not isinstance(value, np.ndarray)
+            and self.pad_type == CONSTANT
+        ):
+            # a spatial constant border (BlazeFace's stride-2 pads): one native pass
+            native = cpu_kernels()
+            threads = max(1, int(getattr(opt, "num_threads", 1) or 1))
+            if native is not None and native.pad(
+                bottom.tensor(), out, self.top, self.left, float(value), threads
+            ):
+                return 0
         inner = tuple(slice(b, b + n) for n, (b, _) in zip(shape, pads, strict=True))
         out[inner] = bottom.tensor()
         # fill the borders axis by axis, innermost first: each pass reads the output itself,

@@ -19,8 +19,10 @@ import math
 
 import numpy as np
 
+from .._native.cpu import cpu_kernels
 from ..mat import Mat
 from . import Layer, Param
+from ._conv import channel_rows
 from .convolution import copy_make_border, same_border
 
 log = logging.getLogger("ncnn_c")
@@ -159,10 +161,20 @@ class Pooling(Layer):
             if top.empty():
                 return -100
             dst = top.tensor()
+            native = cpu_kernels()
+            threads = max(1, int(getattr(opt, "num_threads", 1) or 1))
+            if native is not None and native.global_pool(x, dst, is_max, threads):
+                if not is_max:
+                    dst /= np.float32(h * w)
+                return 0
+            # one reduction along contiguous rows of h*w when the channels allow it (cstep
+            # may pad between them): several times cheaper than over two axes
+            rows = channel_rows(x)
+            src, axes = (rows, 1) if rows is not None else (x, (1, 2))
             if is_max:
-                np.max(x, axis=(1, 2), out=dst)
+                np.max(src, axis=axes, out=dst)
             else:
-                np.sum(x, axis=(1, 2), dtype=np.float32, out=dst)
+                np.sum(src, axis=axes, dtype=np.float32, out=dst)
                 dst /= np.float32(h * w)
             return 0
         if self.adaptive_pooling:
@@ -233,11 +245,19 @@ class Pooling(Layer):
         return 0
 
     def _taps(self, x, acc, pads, region, is_max: bool, opt) -> None:
-        """Max / sum of the window taps into ``acc``: one vectorised pass per kernel tap over
-        strided views of the bordered input (cheaper than per-tap sub-ranges of the unpadded
-        input, measured: the border copy is small next to the kh*kw strided passes)."""
+        """Max / sum of the window taps into ``acc``: the native kernel when the counted region
+        is the input itself, else one vectorised pass per kernel tap over strided views of the
+        bordered input (cheaper than per-tap sub-ranges of the unpadded input, measured: the
+        border copy is small next to the kh*kw strided passes)."""
         t, b, l, r = pads
         y0, y1, x0, x1 = region
+        value = -FLT_MAX if is_max else 0.0
+        if (y0, y1, x0, x1) == (t, t + x.shape[1], l, l + x.shape[2]):
+            native = cpu_kernels()
+            geom = (self.kernel_w, self.kernel_h, self.stride_w, self.stride_h)
+            threads = max(1, int(getattr(opt, "num_threads", 1) or 1))
+            if native is not None and native.pool(x, acc, pads, value, geom, is_max, threads):
+                return
         _ws, xp = copy_make_border(x, t, b, l, r, -FLT_MAX if is_max else 0.0, opt)
         if (y0, y1, x0, x1) != (t, t + x.shape[1], l, l + x.shape[2]):
             # real cells outside the counted region are left out of the sum as well
