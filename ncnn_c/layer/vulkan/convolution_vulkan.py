@@ -10,6 +10,13 @@ Each invocation computes T output positions x 4*G output channels (``tile_w`` an
 zero-filled past num_output.
 Weights that fp16 holds exactly (a model stored as fp16) are uploaded as halves: half
 the weight loads, bit-identical results.
+
+Packing follows ncnn's convention: with use_packing_layout the layer reads elempack 4 when
+its input channel count divides by 4 (convolution_pack4.comp, weights as
+[outc/(4G)][inc/4][kh*kw][G][4 in][4 out]) and writes elempack 4 when num_output does
+(out_pack4 in either shader), so a packed network never converts around a convolution. A
+bottom in the other packing (its producer could not pack) is converted first by the
+net's shared layout pipeline.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
-from . import LOCAL_1D, VulkanLayer
+from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16, record_convert
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -31,12 +38,26 @@ log = logging.getLogger("ncnn_c")
 _ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
 
 
+def conv_pads(layer: Convolution, h: int, w: int) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) a Convolution-family CPU layer pads (negative crops) an
+    h x w input by: its explicit pads, or SAME from its own ``same_border``."""
+    pads = (layer.pad_left, layer.pad_right, layer.pad_top, layer.pad_bottom)
+    if any(p > 0 for p in pads):
+        return layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right
+    if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
+        return layer.same_border(h, w)
+    return 0, 0, 0, 0
+
+
 class Convolution_vulkan(VulkanLayer, Convolution):
     def __init__(self) -> None:
         super().__init__()
         self.support_fp16_storage = True
-        self.support_packing = False
+        self.support_packing = True
         self.pipeline_convolution = None
+        self.pipeline_packing = None
+        self._in_pack4 = False
+        self._out_pack4 = False
         self.weight_data_gpu: VkMat | None = None
         self.bias_data_gpu: VkMat | None = None
         self._flat = False
@@ -46,12 +67,14 @@ class Convolution_vulkan(VulkanLayer, Convolution):
 
     def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
         """(top, bottom, left, right) the CPU layer would pad (negative crops) for this input."""
-        pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
-        if any(p > 0 for p in pads):
-            return self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
-        if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-            return self.same_border(h, w)
-        return 0, 0, 0, 0
+        return conv_pads(self, h, w)
+
+    def check_params(self) -> int:
+        ret = super().check_params()
+        if ret == 0 and self.dynamic_weight:
+            # weights arriving as a blob are handled on the CPU
+            self.support_vulkan = False
+        return ret
 
     def _is_flat_1x1(self) -> bool:
         # SAME pads of a 1x1 stride-1 kernel are always zero
@@ -77,16 +100,24 @@ class Convolution_vulkan(VulkanLayer, Convolution):
                 self.stride_w,
                 self.stride_h,
             ]
+        packing = bool(opt.use_packing_layout)
+        self._in_pack4 = packing and self.num_input() % 4 == 0
+        self._out_pack4 = packing and self.num_output % 4 == 0
         self._tile_w, self._out_groups = self._tile_shape()
         specs = geometry + [1 if self.bias_term else 0, self.activation_type, *act, int(self._flat)]
         self._weight_fp16 = self._weights_fit_fp16()
-        specs += [self._out_groups, int(self._weight_fp16), self._tile_w]
+        specs += [self._out_groups, int(self._weight_fp16), self._tile_w, int(self._out_pack4)]
+        if packing:
+            self.pipeline_packing = self.new_packing_pipeline(opt)
+            if self.pipeline_packing is None:
+                return -1
         if self._cpu_device() and opt.use_fp16_arithmetic:
             # llvmpipe emulates half arithmetic: fp32 accumulation is faster there (SqueezeNet
             # on lavapipe: 375 ms with fp16 arithmetic, 285 ms without) and more accurate
             opt = opt.copy()
             opt.use_fp16_arithmetic = False
-        self.pipeline_convolution = self.new_pipeline("convolution", opt, specs, LOCAL_1D)
+        shader = "convolution_pack4" if self._in_pack4 else "convolution"
+        self.pipeline_convolution = self.new_pipeline(shader, opt, specs, LOCAL_1D)
         return 0 if self.pipeline_convolution else -1
 
     def _cpu_device(self) -> bool:
@@ -94,18 +125,26 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         return int(getattr(self.vkdev.info, "type", 0)) == 3  # VK_PHYSICAL_DEVICE_TYPE_CPU
 
     def _tile_shape(self) -> tuple[int, int]:
-        """(tile_w, out_groups) for this device.
+        """(tile_w, out_groups) for this device and packing.
 
-        A CPU device (lavapipe) is bound by loads, so big register tiles win there (measured:
-        16 x 16 for 1x1 kernels, 8 x 8 otherwise; larger ones overflow the registers). A GPU
-        wants many light invocations instead: on an H200 those big tiles made SqueezeNet 2.3x
-        slower and its pipelines 3x slower to build, so GPUs get the smallest tile the shader
-        allows (4 positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model
-        0.52 s instead of 0.86 s)."""
+        A CPU device (lavapipe) is bound by loads, so big register tiles win there. Measured
+        on lavapipe (CPU time of 64->64 channel layers at 55x55 and 27x27, 1x1 and 3x3):
+        16 positions x 16 channels beat 8 x 8 by 1.7x for 3x3 kernels and 1.6x for 1x1; the
+        elempack 1 shader falls off a cliff beyond that (its accumulators spill), while the
+        elempack 4 one gains another 10-20% at 16 x 32. Fewer output channels than a tile
+        holds would only waste work, so small layers get fewer groups. A GPU wants many
+        light invocations instead: on an H200 big tiles made SqueezeNet 2.3x slower and its
+        pipelines 3x slower to build, so GPUs get the smallest tile the shaders allow (4
+        positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model 0.52 s
+        instead of 0.86 s)."""
         assert self.vkdev is not None  # create_pipeline_vk runs only with a device
-        if int(getattr(self.vkdev.info, "type", 0)) == 3:  # VK_PHYSICAL_DEVICE_TYPE_CPU
-            return (16, 4) if self.kernel_w * self.kernel_h == 1 else (8, 2)
-        return 4, 2
+        if int(getattr(self.vkdev.info, "type", 0)) != 3:  # VK_PHYSICAL_DEVICE_TYPE_CPU
+            return 4, 2
+        vec4s = -(-self.num_output // 4)
+        if self._in_pack4:
+            return 16, 8 if vec4s > 4 else max(1, vec4s)
+        # the elempack 1 shader loads weights in pairs: an even group count
+        return 16, 4 if vec4s > 2 else 2
 
     def _weights_fit_fp16(self) -> bool:
         """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do)."""
@@ -123,8 +162,14 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         groups = -(-self.num_output // (4 * g))
         weight = np.zeros((groups * 4 * g, self._weight2d.shape[1]), np.float32)
         weight[: self.num_output] = self._weight2d
-        # [groups][g][4][c*maxk] -> [groups][c*maxk][g][4]
-        weight = np.ascontiguousarray(weight.reshape(groups, g, 4, -1).transpose(0, 3, 1, 2)).reshape(-1)
+        if self._in_pack4:
+            # [groups][g][4 out][c/4][4 in][maxk] -> [groups][c/4][maxk][g][4 in][4 out]
+            maxk = self.kernel_w * self.kernel_h
+            weight = weight.reshape(groups, g, 4, -1, 4, maxk).transpose(0, 3, 5, 1, 4, 2)
+        else:
+            # [groups][g][4][c*maxk] -> [groups][c*maxk][g][4]
+            weight = weight.reshape(groups, g, 4, -1).transpose(0, 3, 1, 2)
+        weight = np.ascontiguousarray(weight).reshape(-1)
         if self._weight_fp16:
             # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
             weight = weight.astype(np.float16).view(np.float32)
@@ -143,9 +188,22 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self.bias_data_gpu = None
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
-        if not self.accepts_3d(bottom) or not self.accepts_vec4_channels(bottom):
+        if bottom.dims != 3:
+            return int(self.accepts_3d(bottom)) - 1
+        in_pack = 4 if self._in_pack4 else 1
+        if bottom.elempack != in_pack:
+            if bottom.elempack not in (1, 4) or self.pipeline_packing is None:
+                log.error("Convolution %r: cannot take an elempack %d blob", self.name, bottom.elempack)
+                return -1
+            converted = type(bottom)()
+            record_convert(cmd, self.pipeline_packing, bottom, converted, in_pack, is_fp16(bottom), opt)
+            if converted.empty():
+                return -100
+            bottom = converted
+        # the elempack 1 shader reads its bottom as vec4s
+        if in_pack == 1 and not self.accepts_vec4_channels(bottom):
             return -1
-        w, h, channels = bottom.w, bottom.h, bottom.c
+        w, h, channels = bottom.w, bottom.h, bottom.c * in_pack
         maxk = self.kernel_w * self.kernel_h
         if channels * maxk * self.num_output != self.weight_data_size:
             log.error(
@@ -167,14 +225,20 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             )
             return -1
 
+        out_pack = 4 if self._out_pack4 else 1
         top.create(
-            outw, outh, self.num_output, elemsize=bottom.elemsize, elempack=1, allocator=opt.blob_vkallocator
+            outw,
+            outh,
+            self.num_output // out_pack,
+            elemsize=elemsize_for(out_pack, is_fp16(bottom)),
+            elempack=out_pack,
+            allocator=opt.blob_vkallocator,
         )
         if top.empty():
             return -100
         bias = self.bias_data_gpu if self.bias_term else self.weight_data_gpu
-        # the shader's push constant block, in order
-        constants = [w, h, channels, bottom.cstep, outw, outh, self.num_output, top.cstep]
+        # the shader's push constant block, in order (c counts packed channels)
+        constants = [w, h, bottom.c, bottom.cstep, outw, outh, self.num_output, top.cstep]
         constants += [l, t, float(self.pad_value)]
         tiles = -(-outw * outh // self._tile_w) if self._flat else -(-outw // self._tile_w) * outh
         grid = (tiles, -(-self.num_output // (4 * self._out_groups)), 1)

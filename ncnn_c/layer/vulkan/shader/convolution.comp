@@ -24,8 +24,10 @@
 // (tiles = ceil(w*h/tile_w)), so its loads are aligned and need no masking; it shares
 // this file so the activations exist only once.
 //
-// Blobs are elempack 1 with cstep a multiple of 4 elements (16-byte aligned channels),
-// which is what makes the vec4 view of the input valid.
+// The bottom is elempack 1 with cstep a multiple of 4 elements (16-byte aligned channels),
+// which is what makes the vec4 view of the input valid. The top is elempack 1, or 4 with
+// out_pack4 = 1 (then outcstep counts packed elements). Elempack 4 bottoms go to
+// convolution_pack4.comp.
 
 layout (constant_id = 0) const int kernel_w = 1;
 layout (constant_id = 1) const int kernel_h = 1;
@@ -44,6 +46,8 @@ layout (constant_id = 11) const int out_groups = 2;
 layout (constant_id = 12) const int weight_fp16 = 0;
 // output positions per invocation, a multiple of 4
 layout (constant_id = 13) const int tile_w = 8;
+// 1: the top blob is elempack 4 (outc a multiple of 4): each output vec4 is one store
+layout (constant_id = 14) const int out_pack4 = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
@@ -56,6 +60,14 @@ layout (binding = 0) readonly buffer bottom_blob { sfpvec4 bottom_blob_data[]; }
 #define bottom_ld4(i) buffer_ld4(bottom_blob_data, i)
 #endif
 layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
+// the same top as packed elements (aliased binding), for out_pack4 = 1
+#if NCNN_fp16_packed && !NCNN_fp16_storage
+layout (binding = 1) writeonly buffer top_blob4 { vec4 top_blob4_data[]; };
+#define top_st4(i, v) {top_blob4_data[i] = vec4(v);}
+#else
+layout (binding = 1) writeonly buffer top_blob4 { sfpvec4 top_blob4_data[]; };
+#define top_st4(i, v) buffer_st4(top_blob4_data, i, v)
+#endif
 // output channels past outc are zero-filled; fp32 bit patterns, or 8 halves per uvec4
 layout (binding = 2) readonly buffer weight_blob { uvec4 weight_data[]; };
 // [outc/(4*out_groups)][out_groups] fp32 vec4s whatever the storage type (uploaded once,
@@ -140,6 +152,12 @@ void load_weight_pair(int i, out afpvec4 k0, out afpvec4 k1)
 void store4(afpvec4 sum, int co, int i)
 {
     sum = activation(sum);
+    if (out_pack4 == 1)
+    {
+        if (co < p.outc)
+            top_st4((co / 4) * p.outcstep + i, sum);
+        return;
+    }
     if (co < p.outc)
         buffer_st1(top_blob_data, co * p.outcstep + i, sum.x);
     if (co + 1 < p.outc)
@@ -153,7 +171,10 @@ void store4(afpvec4 sum, int co, int i)
 void main()
 {
     const int gx = int(gl_GlobalInvocationID.x);
-    const int gy = int(gl_GlobalInvocationID.y);
+    // the local size is (64, 1, 1): the work group id is gy, and it is uniform, so the
+    // compiler can tell that every weight and bias index is too (llvmpipe then loads each
+    // weight once per work group instead of once per invocation)
+    const int gy = int(gl_WorkGroupID.y);
 
     const int co = gy * 4 * out_groups;
     if (co >= p.outc)
