@@ -15,7 +15,7 @@ import pathlib
 import ncnn  # noqa: F401  (the oracle must be installed)
 import numpy as np
 import pytest
-from oracle import rel_l2, run_ncnn, run_net
+from oracle import rel_l2, run_ncnn, run_ncnn_isolated, run_net
 
 from ncnn_c.tools.randbin import random_weights
 
@@ -75,47 +75,100 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 1.0)
 
 
-def assert_same_detections(got: np.ndarray, ref: np.ndarray, what: str) -> None:
-    """Same detections as the oracle: count, classes, scores, boxes (IoU >= 0.99).
+def detection_thresholds(param_text: str) -> tuple[float, float]:
+    """(confidence_threshold, nms_threshold) of the network's detection layer."""
+    for line in param_text.split("\n"):
+        tok = line.split()
+        if tok and tok[0] in DETECTION_TYPES:
+            kv = dict(t.split("=", 1) for t in tok if "=" in t and not t.startswith("-"))
+            if tok[0] == "DetectionOutput":
+                return float(kv.get("4", 0.05)), float(kv.get("1", 0.05))
+            return float(kv.get("2", 0.01)), float(kv.get("3", 0.45))
+    return 0.0, 1.0
+
+
+def assert_same_detections(
+    got: np.ndarray, ref: np.ndarray, what: str, thresholds=(0.0, 1.0), score_tol: float = 1e-4
+) -> None:
+    """Same detections as the oracle: classes, scores, boxes (IoU >= 0.99).
 
     Rows are matched, not compared in order: among boxes of equal score the order is the
-    sort's business (ncnn's is not stable), and random weights make many such ties.
+    sort's business (ncnn's is not stable), and random weights make many such ties. A
+    detection may go unmatched only for a reason the arithmetic allows: its score is within
+    ``score_tol`` of the confidence threshold (rounding decides whether it passes), or a box
+    of its class overlaps it by about the NMS threshold (rounding decides which one NMS keeps).
+    ``score_tol`` is 1e-4 for fp32 and 2e-2 for fp16 storage, whose scores carry that error.
     """
+    conf, nms = thresholds
     got = got.reshape(-1, 6) if got.size else np.zeros((0, 6), np.float32)
     ref = ref.reshape(-1, 6) if ref.size else np.zeros((0, 6), np.float32)
-    assert got.shape == ref.shape, f"{what}: {len(got)} detections, oracle has {len(ref)}"
     free = np.ones(len(got), bool)
-    worst = 1.0
+    unmatched_ref = []
     for r in ref:
-        cand = np.flatnonzero(free & (got[:, 0] == r[0]) & np.isclose(got[:, 1], r[1], rtol=1e-4, atol=1e-6))
-        assert cand.size, f"{what}: no detection of class {r[0]:g} with score {r[1]:.6g}"
-        iou = box_iou(got[cand, 2:], np.broadcast_to(r[2:], (cand.size, 4)))
-        # a box a few ulps wide (random weights make some) has a meaningless IoU: equal
-        # coordinates count as a full match
-        same = np.all(np.isclose(got[cand, 2:], r[2:], rtol=1e-4, atol=1e-6), axis=1)
-        iou = np.where(same, 1.0, iou)
-        best = int(np.argmax(iou))
-        worst = min(worst, float(iou[best]))
-        free[cand[best]] = False
-    assert worst >= 0.99, f"{what}: box IoU down to {worst:.4f}"
+        cand = np.flatnonzero(
+            free & (got[:, 0] == r[0]) & (np.abs(got[:, 1] - r[1]) <= score_tol * max(1, r[1]))
+        )
+        if cand.size:
+            iou = box_iou(got[cand, 2:], np.broadcast_to(r[2:], (cand.size, 4)))
+            # a box a few ulps wide (random weights make some) has a meaningless IoU: equal
+            # coordinates count as a full match
+            same = np.all(np.isclose(got[cand, 2:], r[2:], rtol=1e-4, atol=1e-6), axis=1)
+            iou = np.where(same, 1.0, iou)
+            best = int(np.argmax(iou))
+            if iou[best] >= 0.99:
+                free[cand[best]] = False
+                continue
+        unmatched_ref.append(r)
+    unmatched_got = got[free]
+
+    def excused(row, others) -> bool:
+        if row[1] < conf + score_tol * max(1, conf) * 4:
+            return True
+        same_class = others[others[:, 0] == row[0]]
+        if same_class.size:
+            iou = box_iou(same_class[:, 2:], np.broadcast_to(row[2:], (len(same_class), 4)))
+            if np.any(np.abs(iou - nms) <= 0.05):
+                return True
+        return False
+
+    bad = [r for r in unmatched_ref if not excused(r, ref)] + [
+        g for g in unmatched_got if not excused(g, got)
+    ]
+    assert not bad, (
+        f"{what}: {len(bad)} detections differ without a rounding excuse "
+        f"(of {len(ref)} oracle / {len(got)} ours), first: {np.round(bad[0], 4).tolist()}"
+    )
+    # the excuses are for the margins, not for the bulk
+    assert len(unmatched_ref) <= max(2, 0.05 * len(ref)), (
+        f"{what}: {len(unmatched_ref)} of {len(ref)} unmatched"
+    )
 
 
-def compare_network(param: pathlib.Path, bin_bytes: bytes, seed: int = 0, tol: float = NET_TOL, **opts):
+def compare_network(
+    param: pathlib.Path,
+    bin_bytes: bytes,
+    seed: int = 0,
+    tol: float = NET_TOL,
+    use_vulkan=False,
+    score_tol: float = 1e-4,
+    **opts,
+):
     inputs, outputs = parse_param(param)
     g = np.random.default_rng(seed)
     arrays = [g.standard_normal(shape).astype(np.float32) for _, shape in inputs]
     in_names = [n for n, _ in inputs]
     out_names = [n for n, _ in outputs]
     text = param.read_text()
-    ret, ref = run_ncnn(text, bin_bytes, arrays, len(out_names), in_names, out_names)
+    oracle = run_ncnn_isolated if "DetectionOutput" in text else run_ncnn
+    ret, ref = oracle(text, bin_bytes, arrays, len(out_names), in_names, out_names)
     assert ret == 0, f"oracle failed on {param.name}"
-    ret, got = run_net(text, bin_bytes, arrays, len(out_names), False, in_names, out_names, **opts)
+    ret, got = run_net(text, bin_bytes, arrays, len(out_names), use_vulkan, in_names, out_names, **opts)
     assert ret == 0, f"ncnn_c failed on {param.name}"
     errors = {}
     for (name, typ), g_out, r_out in zip(outputs, got, ref, strict=True):
         what = f"{param.stem}:{name}"
         if typ in DETECTION_TYPES:
-            assert_same_detections(g_out, r_out, what)
+            assert_same_detections(g_out, r_out, what, detection_thresholds(text), score_tol)
             errors[name] = 0.0
             continue
         # random weights must give a live signal, or agreement proves nothing
@@ -191,7 +244,7 @@ def test_randbin_command(tmp_path):
         text=True,
         check=False,
     )
-    assert r.returncode == 1 and "load_param failed" in r.stderr
+    assert r.returncode == 1 and "missing.param" in r.stderr
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,94 @@
+"""Whole networks on Vulkan (lavapipe in CI) against the PyPI ncnn on the CPU in fp32.
+
+The same random-weight networks as tests/test_networks.py. With fp32 options every output
+is within 1e-3; with ncnn's default GPU options (fp16 storage and arithmetic where the
+device has them, packing) within 2e-2, top-1 equal on classifiers, detections matched by
+class, score and IoU. Layers without a GPU form (the detection post-processing) run on the
+CPU inside the GPU net, so every network here also covers the device handoff.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_networks import BENCH, BENCH_MODELS, ROOT, compare_network, weights
+
+pytestmark = pytest.mark.gpu
+
+# ncnn's defaults for a GPU net; load_model switches off what the device lacks
+DEFAULT_GPU = dict(
+    use_fp16_packed=True, use_fp16_storage=True, use_fp16_arithmetic=True, use_packing_layout=True
+)
+# lavapipe runs these for tens of seconds: the slow sweep takes them
+HEAVY = {
+    "vgg16",
+    "alexnet",
+    "resnet50",
+    "yolov4-tiny",
+    "squeezenet_ssd",
+    "mobilenet_yolo",
+    "efficientnetv2_b0",
+}
+
+
+def _param(name: str):
+    return pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name
+
+
+@pytest.mark.parametrize("model", [_param(m) for m in BENCH_MODELS])
+def test_network_vulkan_fp32(model):
+    param = BENCH / f"{model}.param"
+    compare_network(param, weights(str(param), False), tol=1e-3, use_vulkan=True)
+
+
+# With random weights these networks leave fp16's range in fp32 already (the oracle's own
+# activations pass 65504, so any fp16 run, ncnn's included, gets inf), or saturate their
+# detection scores (mobilenet_ssd: the 100 kept boxes all score 0.97..0.9998, closer together
+# than fp16's step of 4.9e-4 there, so which 100 of the candidates survive is rounding). A test below checks that
+# each reason still holds; better-scaled random weights would bring them back (issue 6).
+FP16_OUT_OF_RANGE = {"blazeface", "shufflenet", "yolo-fastest-1.1"}
+FP16_SATURATED = {"mobilenet_ssd"}
+
+
+@pytest.mark.parametrize(
+    "model", [_param(m) for m in BENCH_MODELS if m not in FP16_OUT_OF_RANGE | FP16_SATURATED]
+)
+def test_network_vulkan_default_options(model):
+    param = BENCH / f"{model}.param"
+    compare_network(
+        param, weights(str(param), False), tol=2e-2, use_vulkan=True, score_tol=2e-2, **DEFAULT_GPU
+    )
+
+
+@pytest.mark.parametrize("model", sorted(FP16_OUT_OF_RANGE | FP16_SATURATED))
+def test_networks_left_out_of_the_fp16_comparison_still_qualify(model):
+    import numpy as np
+    from oracle import run_ncnn_isolated
+    from test_networks import parse_param
+
+    param = BENCH / f"{model}.param"
+    text = param.read_text()
+    inputs, outputs = parse_param(param)
+    arrays = [np.random.default_rng(0).standard_normal(shape).astype(np.float32) for _, shape in inputs]
+    blobs = []
+    for line in text.split("\n")[2:]:
+        tok = line.split()
+        if len(tok) >= 4 and tok[0] not in ("Input", "Noop"):
+            nb, nt = int(tok[2]), int(tok[3])
+            blobs += tok[4 + nb : 4 + nb + nt]
+    ret, outs = run_ncnn_isolated(
+        text, weights(str(param), False), arrays, len(blobs), [n for n, _ in inputs], blobs
+    )
+    assert ret == 0
+    if model in FP16_OUT_OF_RANGE:
+        peak = max(float(np.max(np.abs(o[np.isfinite(o)]), initial=0.0)) for o in outs)
+        assert peak > 65504 or any(not np.all(np.isfinite(o)) for o in outs), f"{model}: peak {peak}"
+    else:
+        det = outs[-1].reshape(-1, 6)
+        gaps = np.diff(np.sort(det[:, 1]))
+        assert len(det) == 100 and det[:, 1].min() > 0.97 and np.median(gaps) < 4.9e-4
+
+
+def test_squeezenet_real_weights_vulkan_default_options():
+    param = ROOT / "models" / "squeezenet_v1.1.param"
+    bin_bytes = (ROOT / "models" / "squeezenet_v1.1.bin").read_bytes()
+    compare_network(param, bin_bytes, tol=2e-2, use_vulkan=True, **DEFAULT_GPU)
