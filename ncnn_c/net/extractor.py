@@ -139,7 +139,9 @@ class Extractor(VulkanForward):
             return index
         if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
             # a programming error, not a data problem: PyPI's binding raises TypeError too
-            raise TypeError(f"{what}(): blob must be a name (str) or an index (int), got {type(key).__name__}")
+            raise TypeError(
+                f"{what}(): blob must be a name (str) or an index (int), got {type(key).__name__}"
+            )
         index = int(key)
         if not 0 <= index < len(self._mats):
             log.error("%s: blob index %d out of range 0..%d", what, index, len(self._mats) - 1)
