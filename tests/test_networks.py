@@ -75,6 +75,21 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 1.0)
 
 
+def detection_heads(param_text: str) -> list[tuple[str, str]]:
+    """The blobs a network's detection layer reads (its heads), as (name, producer type)."""
+    produced = {}
+    for line in param_text.split("\n")[2:]:
+        tok = line.split()
+        if len(tok) < 4:
+            continue
+        nb, nt = int(tok[2]), int(tok[3])
+        for t in tok[4 + nb : 4 + nb + nt]:
+            produced[t] = tok[0]
+        if tok[0] in DETECTION_TYPES:
+            return [(b, produced.get(b, "")) for b in tok[4 : 4 + nb]]
+    return []
+
+
 def detection_thresholds(param_text: str) -> tuple[float, float]:
     """(confidence_threshold, nms_threshold) of the network's detection layer."""
     for line in param_text.split("\n"):
@@ -151,9 +166,11 @@ def compare_network(
     tol: float = NET_TOL,
     use_vulkan=False,
     score_tol: float = 1e-4,
+    outputs=None,
     **opts,
 ):
-    inputs, outputs = parse_param(param)
+    inputs, parsed_outputs = parse_param(param)
+    outputs = parsed_outputs if outputs is None else outputs
     g = np.random.default_rng(seed)
     arrays = [g.standard_normal(shape).astype(np.float32) for _, shape in inputs]
     in_names = [n for n, _ in inputs]

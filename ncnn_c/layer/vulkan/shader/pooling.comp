@@ -84,9 +84,10 @@ void pool_tile(int ox, int oy, int q)
     for (int e = 0; e < window; e++)
         x_inside[e] = sx0 + e >= x_lo && sx0 + e < x_hi;
 
-    afp res[TILE_W];
+    // fp32 sums whatever afp is: an average window of large activations can pass fp16's 65504
+    float res[TILE_W];
     for (int i = 0; i < TILE_W; i++)
-        res[i] = neutral;
+        res[i] = float(neutral);
 
     const int last4 = p.c * p.cstep / 4 - 1;
     for (int ky = 0; ky < kernel_h; ky++)
@@ -118,7 +119,7 @@ void pool_tile(int ox, int oy, int q)
         {
             for (int i = 0; i < TILE_W; i++)
             {
-                const afp v = row[i * stride_w + kx];
+                const float v = float(row[i * stride_w + kx]);
                 res[i] = pooling_type == 0 ? max(res[i], v) : res[i] + v;
             }
         }
@@ -129,14 +130,14 @@ void pool_tile(int ox, int oy, int q)
     {
         if (ox + i < p.outw)
         {
-            afp r = res[i];
+            float r = res[i];
             if (pooling_type == 1)
             {
                 const int sx = sx0 + i * stride_w;
                 const int cx = min(sx + kernel_w, p.count_x1) - max(sx, p.count_x0);
-                r = r / afp(max(cx, 0) * max(cy, 0));
+                r = r / float(max(cx, 0) * max(cy, 0));
             }
-            buffer_st1(top_blob_data, q * p.outcstep + oy * p.outw + ox + i, r);
+            buffer_st1(top_blob_data, q * p.outcstep + oy * p.outw + ox + i, afp(r));
         }
     }
 }
@@ -165,18 +166,18 @@ void main()
     const int y1 = ((gy + 1) * p.h + p.outh - 1) / p.outh;
 
     const int v_offset = gz * p.cstep;
-    afp res = pooling_type == 0 ? afp(-3.402823466e+38f) : afp(0.f);
+    float res = pooling_type == 0 ? -3.402823466e+38f : 0.f;
     for (int y = y0; y < y1; y++)
     {
         for (int x = x0; x < x1; x++)
         {
             const int i = v_offset + y * p.w + x;
-            const afp v = afpvec4(bottom_blob_data[i / 4])[i % 4];
+            const float v = float(afpvec4(bottom_blob_data[i / 4])[i % 4]);
             res = pooling_type == 0 ? max(res, v) : res + v;
         }
     }
     if (pooling_type == 1)
-        res = res / afp((x1 - x0) * (y1 - y0));
+        res = res / float((x1 - x0) * (y1 - y0));
 
-    buffer_st1(top_blob_data, gz * p.outcstep + gy * p.outw + gx, res);
+    buffer_st1(top_blob_data, gz * p.outcstep + gy * p.outw + gx, afp(res));
 }

@@ -89,12 +89,14 @@ void main()
     }
 
     const int v_offset = gz * p.cstep;
-    afpvec4 res = pooling_type == 0 ? afpvec4(-3.402823466e+38f) : afpvec4(0.f);
+    // fp32 whatever afp is: an average window of large activations (ResNet's 7x7 pool5) sums
+    // past fp16's 65504 before it is divided
+    vec4 res = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
     for (int y = ya; y < yb; y++)
     {
         for (int x = xa; x < xb; x++)
         {
-            const afpvec4 v = blob_ld4(bottom_blob_data, v_offset + y * p.w + x);
+            const vec4 v = vec4(blob_ld4(bottom_blob_data, v_offset + y * p.w + x));
             res = pooling_type == 0 ? max(res, v) : res + v;
         }
     }
@@ -106,8 +108,8 @@ void main()
             area = (x1 - x0) * (y1 - y0);
         else
             area = max(min(x1, p.count_x1) - max(x0, p.count_x0), 0) * max(min(y1, p.count_y1) - max(y0, p.count_y0), 0);
-        res = res / afp(area);
+        res = res / float(area);
     }
 
-    blob_st4(top_blob_data, gz * p.outcstep + gy * p.outw + gx, res);
+    blob_st4(top_blob_data, gz * p.outcstep + gy * p.outw + gx, afpvec4(res));
 }
