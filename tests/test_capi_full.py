@@ -27,9 +27,13 @@ HEADER = ROOT / "capi" / "include" / "ncnn" / "c_api.h"
 # ncnn_c's own functions, declared apart so that c_api.h stays exactly ncnn's
 EXT_HEADER = ROOT / "capi" / "include" / "ncnn" / "c_api_ext.h"
 PLATFORM = ROOT / "capi" / "include" / "ncnn" / "platform.h"
+# ncnn's header: $NCNN_C_REFERENCE_HEADER, else the project's shared reference beside the
+# checkout, else the copy shipped with ncnn's test programs (capi/tests/ncnn_upstream/)
 REF_HEADER = Path(
     os.environ.get("NCNN_C_REFERENCE_HEADER", str(ROOT.parent / "shared" / "reference" / "ncnn_c_api.h"))
 )
+if "NCNN_C_REFERENCE_HEADER" not in os.environ and not REF_HEADER.exists():
+    REF_HEADER = ROOT / "capi" / "tests" / "ncnn_upstream" / "ncnn_c_api.h"
 MODELS = Path(os.environ.get("NCNN_C_MODELS", str(ROOT / "models")))
 
 
