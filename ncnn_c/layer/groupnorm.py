@@ -15,6 +15,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._elementwise import load_vector
 
 log = logging.getLogger("ncnn_c")
 
@@ -60,13 +61,11 @@ class GroupNorm(Layer):
     def load_model(self, mb) -> int:
         if not self.affine:
             return 0
-        gamma = mb.load(self.channels, 1)
-        beta = mb.load(self.channels, 1)
-        if gamma is None or beta is None or gamma.empty() or beta.empty():
-            log.error("GroupNorm %r: missing gamma/beta data", self.name)
+        gamma = load_vector(self, mb, self.channels, "gamma")
+        beta = load_vector(self, mb, self.channels, "beta") if gamma is not None else None
+        if gamma is None or beta is None:
             return -100
-        self.gamma_data = np.array(gamma.tensor(), dtype=np.float32).ravel()
-        self.beta_data = np.array(beta.tensor(), dtype=np.float32).ravel()
+        self.gamma_data, self.beta_data = gamma, beta
         return 0
 
     def forward(self, bottom: Mat, top: Mat, opt) -> int:
