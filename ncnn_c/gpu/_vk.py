@@ -600,7 +600,7 @@ class CommandRecorder:
     Owned by one VkCompute (command pools are externally synchronised), so no locking here.
     """
 
-    def __init__(self, device, queue_family: int) -> None:
+    def __init__(self, device, queue_family: int, one_time: bool = True) -> None:
         self.device = device
         self.pool = create_command_pool(device, queue_family)
         self.cb = allocate_command_buffer(device, self.pool)
@@ -610,7 +610,8 @@ class CommandRecorder:
 
         self._begin = ffi.new("VkCommandBufferBeginInfo*")
         self._begin.sType = _st("COMMAND_BUFFER_BEGIN_INFO")
-        self._begin.flags = 0x1  # ONE_TIME_SUBMIT
+        # a buffer kept for replay is submitted many times (one at a time: every submit waits)
+        self._begin.flags = 0x1 if one_time else 0  # ONE_TIME_SUBMIT
         self._barrier = ffi.new("VkMemoryBarrier*")
         self._barrier.sType = _st("MEMORY_BARRIER")
         self._region = ffi.new("VkBufferCopy*")

@@ -10,6 +10,11 @@ binding.
 Every VkMat a recorded command touches is kept alive until the command buffer has
 finished, so its buffer range cannot be reused (and overwritten by a record-time host copy)
 while the GPU may still read it.
+
+A ``reusable`` VkCompute keeps its command buffer, descriptor sets and every VkMat after
+``submit_and_wait()``; ``replay()`` submits the same work again (the Extractor's per-shape
+replay, see net/vulkan_forward.py). Its buffers hold the same ranges for its whole life, so
+writing new bytes where ``record_upload`` wrote the first ones is all a new input needs.
 """
 
 from __future__ import annotations
@@ -51,14 +56,18 @@ def _pc_values(fmt: str, constants) -> list:
 class VkCompute:
     """One command buffer's worth of GPU work; reusable after ``submit_and_wait()``/``reset()``."""
 
-    def __init__(self, vkdev) -> None:
+    def __init__(self, vkdev, reusable: bool = False) -> None:
         check_process("VkCompute")
         if vkdev is None or vkdev.destroyed:
             raise NcnnError("VkCompute: the VulkanDevice is destroyed")
         self.vkdev = vkdev
+        self.reusable = reusable
         self._rec: _vk.CommandRecorder | None = _vk.CommandRecorder(
-            vkdev.vk_device, vkdev.compute_queue_family
+            vkdev.vk_device, vkdev.compute_queue_family, one_time=not reusable
         )
+        self._submitted = False  # a reusable buffer, recorded and run once: replay() may run it
+        # id -> (Pipeline, its VkPipeline when recorded): a replay checks that none was destroyed
+        self._pipes: dict[int, tuple] = {}
         self._recording = False
         self._pending_stages = 0  # stages whose writes no barrier has covered yet
         self._pending_access = 0
@@ -103,30 +112,33 @@ class VkCompute:
         self._keep.append(dst)
 
     # -- transfers -------------------------------------------------------------------------------
-    def record_upload(self, src, dst: VkMat, opt=None) -> None:
+    def record_upload(self, src, dst: VkMat, opt=None) -> tuple[int, int] | None:
         """Copy host Mat ``src`` into ``dst`` (created here with src's shape).
 
         The bytes go unchanged (fp32 stays fp32; no fp16 conversion or repacking yet).
+        Returns (host address, byte count) of the mapped memory the bytes were written to,
+        where a replay writes its new input, or None when nothing was copied.
         """
         if src.dims == 0:
             dst.release()
-            return
+            return None
         dst.create_like(src, self._blob_allocator(opt))
         if dst.data is None:
-            return  # a zero-size Mat (e.g. Mat(0)): nothing to copy
+            return None  # a zero-size Mat (e.g. Mat(0)): nothing to copy
         raw = src.raw()
         n = min(raw.nbytes, dst.nbytes())
         if dst.data.mapped_ptr:
             # host visible (unified memory): the copy is the upload; vkQueueSubmit makes it visible
             _vk.host_view(dst.data.mapped_ptr, n)[:] = raw[:n]
             self._keep.append(dst)
-            return
+            return dst.data.mapped_ptr, n
         staging = VkMat()
         staging.create_like(src, self._staging_allocator(opt))
         # allocated (same size as dst) from host-visible staging memory
         assert staging.data is not None and staging.data.mapped_ptr is not None
         _vk.host_view(staging.data.mapped_ptr, n)[:] = raw[:n]
         self._copy(staging, dst, n)
+        return staging.data.mapped_ptr, n
 
     def record_download(self, src: VkMat, dst, opt=None) -> None:
         """Make ``dst`` (a Mat) a copy of ``src``; it holds the data after ``submit_and_wait()``."""
@@ -149,7 +161,8 @@ class VkCompute:
     def record_clone(self, src, dst, opt=None) -> None:
         """GPU copy VkMat → VkMat (dst created like src); a Mat on either side means upload/download."""
         if not isinstance(src, VkMat):
-            return self.record_upload(src, dst, opt)
+            self.record_upload(src, dst, opt)
+            return None
         if not isinstance(dst, VkMat):
             return self.record_download(src, dst, opt)
         if src.dims == 0 or src.data is None:
@@ -210,6 +223,8 @@ class VkCompute:
             *groups,
         )
         self._wrote(_vk.STAGE_COMPUTE)
+        if self.reusable:
+            self._pipes[id(pipeline)] = (pipeline, pipeline.vk_pipeline)
         self._keep.append(pipeline)
         self._keep.extend(bindings)
         self.dispatch_count += 1
@@ -218,6 +233,9 @@ class VkCompute:
     def submit_and_wait(self) -> int:
         """Run everything recorded, wait, fill download destinations. 0 ok, -1 on a Vulkan error."""
         if not self._recording:
+            if self.reusable and not self._downloads:
+                self._submitted = True  # nothing to run: a replay has nothing to do either
+                return 0
             self._finish()
             return 0
         ret = 0
@@ -237,8 +255,42 @@ class VkCompute:
         except _vk.VulkanError as e:
             log.error("VkCompute.submit_and_wait: %s", e)
             ret = -1
+        if self.reusable and ret == 0:
+            self._submitted = True  # keep it all for replay()
+            return 0
         self._finish()
         return ret
+
+    def replay(self, opt=None) -> list | None:
+        """Run a reusable VkCompute's recorded work again; returns a fresh Mat per recorded
+        download, in recording order, or None when it cannot run (logged)."""
+        if not self._submitted:
+            log.error("VkCompute.replay: nothing recorded and run to replay")
+            return None
+        for pipeline, handle in self._pipes.values():
+            if pipeline.vk_pipeline is not handle:
+                raise PipelineGone(
+                    "VkCompute.replay: a recorded pipeline was destroyed (its PipelineCache was "
+                    "cleared or destroyed while a net still used it)"
+                )
+        assert self._rec is not None, "VkCompute used after destroy()"
+        if not self._keep and not self._downloads:
+            return []  # nothing was recorded
+        check_process("VkCompute.replay")
+        try:
+            with self.vkdev.queue() as q:
+                self._rec.submit_and_wait(q)
+        except _vk.VulkanError as e:
+            log.error("VkCompute.replay: %s", e)
+            return None
+        allocator = getattr(opt, "blob_allocator", None) if opt is not None else None
+        out = []
+        for address, n, template in self._downloads:
+            m = type(template)()
+            m.create_like(template, allocator)
+            m.raw()[:n] = _vk.host_view(address, n)
+            out.append(m)
+        return out
 
     def reset(self) -> int:
         """Drop everything recorded and not submitted; ready to record again."""
@@ -261,6 +313,8 @@ class VkCompute:
         self._pending_access = 0
         self._keep = []
         self._downloads = []
+        self._pipes = {}
+        self._submitted = False
         self.dispatch_count = 0
 
     def destroy(self) -> None:

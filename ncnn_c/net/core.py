@@ -26,6 +26,7 @@ from .extractor import Extractor
 from .graph import MAX_LAYER_COUNT, Blob, CustomEntry, Graph, call_hook, desc
 from .parse import open_reader, parse_binary, parse_text
 from .plan import LayerOptions, Plan
+from .vulkan_forward import ReplayCache
 
 log = logging.getLogger("ncnn_c")
 
@@ -58,6 +59,10 @@ class Net:
         self._blob_by_name: dict[str, int] = {}
         self._plans: dict[int, Plan] = {}
         self._layer_opts: LayerOptions | None = None
+        # Vulkan: recorded extracts replayed for inputs of a known shape (vulkan_forward.py);
+        # the most input shapes remembered (each keeps its blobs' GPU memory), 0: no replay
+        self.replay_capacity = 8
+        self._replays = ReplayCache()
 
     # -- context manager / lifetime -------------------------------------------------------
     def __enter__(self) -> Net:
@@ -253,6 +258,7 @@ class Net:
     def _forget_plans(self) -> None:
         self._plans = {}
         self._layer_opts = None
+        self._replays.clear()
 
     def _plan(self, index: int) -> Plan:
         """The execution plan of blob ``index``, built on first use."""
@@ -419,6 +425,7 @@ class Net:
         if not self._pipelines:
             return
         self._pipelines = False
+        self._replays.clear()
         for layer in self._layers:
             try:
                 layer.destroy_pipeline(get_layer_option(self.opt, layer))

@@ -75,6 +75,12 @@ class Extractor(VulkanForward):
     def __exit__(self, *exc) -> None:
         self.clear()
 
+    def __del__(self) -> None:
+        try:
+            self._release_replay()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
     # -- options --------------------------------------------------------------------------
     def set_light_mode(self, enable: bool) -> None:
         self.opt.lightmode = bool(enable)
@@ -110,6 +116,7 @@ class Extractor(VulkanForward):
         self.opt = opt.copy()
 
     def clear(self) -> None:
+        self._release_replay()
         n = len(self._mats)
         self._mats = [None] * n
         self._vkmats = [None] * n
@@ -160,6 +167,7 @@ class Extractor(VulkanForward):
         self._mats[index] = m
         self._vkmats[index] = None
         self._shared.add(index)
+        self._cursor = None  # the state no longer matches a recording's
         if not data_source(self._net._blobs, self._net._layers, index):
             self._partial = True  # an intermediate blob given: its producers must not run
         return 0
