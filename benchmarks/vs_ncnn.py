@@ -7,8 +7,8 @@ Models: every ``benchmark/*.param`` (the shared copy, else the repo's ``models/b
 with zero weights for both libraries, as ncnn's benchncnn runs them, plus SqueezeNet with
 its real weights. Both libraries run in this process, alternately (ours, ncnn, ours, ...),
 so that machine load hits both alike; on the CPU both use fp32 without packing (the
-oracle's options) with the same thread count; with ``--device vulkan`` ncnn keeps its
-default GPU options. Peak RSS is measured per library in a child process that imports
+oracle's options) with the same thread count; with ``--device vulkan`` both keep their
+default GPU options (fp16 storage and arithmetic where the device has them, packing). Peak RSS is measured per library in a child process that imports
 only that library, loads the model and runs it once. A model ncnn_c cannot load or run
 is listed as ``fails: <reason>`` and the run goes on.
 
@@ -130,9 +130,8 @@ def model_shapes(model: Model):
 
 def load_net(lib, model: Model, device: str, threads: int):
     """A loaded net of ``lib`` (ncnn_c or ncnn); ModelError with the reason when it fails."""
-    ours = lib.__name__ == "ncnn_c"
     net = lib.Net()
-    if device == "cpu" or ours:
+    if device == "cpu":  # on the GPU both keep their default options (fp16, packing)
         for k, v in FP32_FLAGS.items():
             setattr(net.opt, k, v)
     net.opt.use_vulkan_compute = device == "vulkan"
