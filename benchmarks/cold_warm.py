@@ -9,7 +9,9 @@ deterministic random weights from ``ncnn_c.tools.randbin``; plus SqueezeNet with
 weights), each step in its own fresh process, with ncnn's default GPU options (fp16, packing):
 
 * ncnn_c cold: no pipeline cache; ``load_model``, the first inference (inputs of the Input
-  layers' shapes), shaders compiled, pipelines created; the cache is then saved.
+  layers' shapes), shaders compiled, pipelines created; the cache is then saved. The table
+  also gives the pipelines the cold ``load_model`` created and its time per pipeline
+  (issue 6's "ms per pipeline"); "pipelines" counts those of the first inference too.
 * ncnn_c warm: the same with that cache file loaded first (its load is timed separately).
 * with ``--no-blob`` also "warm, no blob": the cache with its driver blob section stripped
   (``cachefile.decode``/``encode``), which shows what the driver blob is worth (the H200's
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +110,7 @@ def child_ours(a: dict) -> dict:
         load_s=load_s,
         first_s=first_s,
         load_compiled=after_load["compiled"],
+        load_pipelines=after_load["pipelines_created"],
         compiled=st["compiled"],
         pipelines=st["pipelines_created"],
         cache_bytes=size,
@@ -159,11 +163,13 @@ def child_main(spec: str) -> int:
 
 def discover(selected: list[str] | None) -> list[tuple[str, Path, Path | None]]:
     bench_dir = SHARED_DIR if SHARED_DIR.is_dir() else REPO_DIR
-    every = [(p.stem, p, None) for p in sorted(bench_dir.glob("*.param"))]
+    every: list[tuple[str, Path, Path | None]] = [
+        (p.stem, p, None) for p in sorted(bench_dir.glob("*.param"))
+    ]
     every.append(("squeezenet_v1.1", SQUEEZENET[0], SQUEEZENET[1]))
     if not selected:
         return every
-    out = []
+    out: list[tuple[str, Path, Path | None]] = []
     for s in selected:
         hit = [m for m in every if m[0] == s]
         if hit:
@@ -207,7 +213,7 @@ def strip_blob(src: Path, dst: Path) -> None:
     dst.write_bytes(cachefile.encode(identity, entries, b""))
 
 
-def child_env(base: dict, driver_dir: Path | None, driver_cache_off: bool) -> dict:
+def child_env(base: Mapping[str, str], driver_dir: Path | None, driver_cache_off: bool) -> dict:
     env = dict(base)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if driver_cache_off:
@@ -271,8 +277,17 @@ def measure(models, args) -> list[dict]:
                 row["ncnn1"] = run_child(spec, env, args.timeout)
                 if "error" not in row["ncnn1"]:
                     row["ncnn2"] = run_child(spec, env, args.timeout)
+            _per_pipeline(row)
             print(f"{name}: {time.perf_counter() - t0:.1f} s  {_brief(row)}", file=sys.stderr, flush=True)
     return rows
+
+
+def _per_pipeline(row: dict) -> None:
+    """Issue 6's cost per pipeline: cold load_model time over the pipelines it created."""
+    cold = row.get("cold")
+    if cold and "error" not in cold and cold.get("load_pipelines"):
+        row["cold_load_pipelines"] = cold["load_pipelines"]
+        row["cold_ms_per_pipeline"] = 1000.0 * cold["load_s"] / cold["load_pipelines"]
 
 
 def _shapes(param: Path, fallback) -> list:
@@ -311,6 +326,8 @@ def table(rows: list[dict], no_blob: bool) -> str:
     head += [
         "compiled cold/warm",
         "pipelines",
+        "load pipelines",
+        "cold ms/pipeline",
         "cache KiB",
         "ncnn 1st start (s)",
         "ncnn 2nd start (s)",
@@ -321,14 +338,16 @@ def table(rows: list[dict], no_blob: bool) -> str:
         if "error" in row:
             lines.append([row["name"], row["error"]] + [""] * (len(head) - 2))
             continue
-        cold, warm = row.get("cold"), row.get("warm")
-        ok = cold is not None and "error" not in cold and warm is not None and "error" not in warm
+        cold, warm = row.get("cold") or {}, row.get("warm") or {}
+        ok = bool(cold) and "error" not in cold and bool(warm) and "error" not in warm
         n1, n2 = row.get("ncnn1"), row.get("ncnn2")
-        cells = [row["name"], _cell(cold), _cell(warm)]
+        cells = [row["name"], _cell(row.get("cold")), _cell(row.get("warm"))]
         if no_blob:
             cells.append(_cell(row.get("noblob")))
         cells.append(f"{cold['compiled']}/{warm['compiled']}" if ok else "-")
         cells.append(str(cold["pipelines"]) if ok else "-")
+        cells.append(str(row["cold_load_pipelines"]) if "cold_load_pipelines" in row else "-")
+        cells.append(f"{row['cold_ms_per_pipeline']:.1f}" if "cold_ms_per_pipeline" in row else "-")
         cells.append(f"{cold['cache_bytes'] / 1024:.0f}" if ok and cold.get("cache_bytes") else "-")
         cells += [_cell(n1), _cell(n2)]
         ref = n2 if n2 and "error" not in n2 else n1

@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from vs_ncnn import discover, load_net, model_shapes  # noqa: E402
+
 import ncnn_c  # noqa: E402
 from ncnn_c.net.vulkan_forward import _Segment  # noqa: E402
 from ncnn_c.tools.bench import lib_mats, make_inputs, run_once  # noqa: E402
-from vs_ncnn import discover, load_net, model_shapes  # noqa: E402
 
 
 def median(v: list[float]) -> float:

@@ -8,7 +8,10 @@ with zero weights for both libraries, as ncnn's benchncnn runs them, plus Squeez
 its real weights. Both libraries run in this process, alternately (ours, ncnn, ours, ...),
 so that machine load hits both alike; on the CPU both use fp32 without packing (the
 oracle's options) with the same thread count; with ``--device vulkan`` both keep their
-default GPU options (fp16 storage and arithmetic where the device has them, packing). Peak RSS is measured per library in a child process that imports
+default GPU options (fp16 storage and arithmetic where the device has them, packing), and
+each library is timed in a child process of its own (``--separate``, the default there):
+two Vulkan devices on one GPU in one process slow each other down (on an H200, about 3 ms
+per small-network inference for whichever ran after the other). Peak RSS is measured per library in a child process that imports
 only that library, loads the model and runs it once. A model ncnn_c cannot load or run
 is listed as ``fails: <reason>`` and the run goes on.
 
@@ -225,7 +228,34 @@ def child(args) -> int:
         print(r.error, file=sys.stderr)
         return 1
     print(f"PEAK_RSS_MB {peak_rss_mb():.1f}")
+    if args.child_loops:
+        for i in range(args.warmup + args.child_loops):
+            r.timed(i >= args.warmup)
+        if r.error:
+            print(r.error, file=sys.stderr)
+            return 1
+        print(f"MEDIAN_MS {r.median_ms():.4f}")
     return 0
+
+
+def timed_child(lib_name: str, model: Model, shapes, args) -> tuple[float | None, float | None, str]:
+    """(median ms, peak RSS MB, error) of ``model`` timed in a child process of its own."""
+    spec = [model.name, str(model.param), str(model.weights or ""), shapes]
+    cmd = [sys.executable, __file__, "--child", lib_name, "--device", args.device]
+    cmd += ["--threads", str(args.threads), "--warmup", str(args.warmup), "--child-loops", str(args.loops)]
+    cmd += ["--child-model", json.dumps(spec)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, None, "timed out"
+    ms = rss = None
+    for line in r.stdout.splitlines():
+        if line.startswith("MEDIAN_MS "):
+            ms = float(line.split()[1])
+        elif line.startswith("PEAK_RSS_MB "):
+            rss = float(line.split()[1])
+    error = "" if ms is not None else (r.stderr.strip().splitlines() or ["no output"])[-1]
+    return ms, rss, error
 
 
 def fmt(v: float | None, spec: str = ".2f") -> str:
@@ -288,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     ap.add_argument("--child", choices=("ncnn_c", "ncnn"), help=argparse.SUPPRESS)
     ap.add_argument("--child-model", help=argparse.SUPPRESS)
+    ap.add_argument("--child-loops", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--separate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time each library in a child process of its own (default: on for vulkan)",
+    )
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
@@ -314,6 +351,14 @@ def main(argv: list[str] | None = None) -> int:
             shapes = model_shapes(model)
         except (ModelError, UsageError) as e:
             row.fails = row.ncnn_fails = str(e)
+            continue
+        if args.separate if args.separate is not None else args.device == "vulkan":
+            # the RSS reported is the timing child's peak (after the timed loops)
+            row.ours_ms, rss, row.fails = timed_child("ncnn_c", model, shapes, args)
+            row.ncnn_ms, ncnn_rss, row.ncnn_fails = timed_child("ncnn", model, shapes, args)
+            if not args.no_rss:
+                row.ours_rss, row.ncnn_rss = rss, ncnn_rss
+            print(f"vs_ncnn: {model.name} done", file=sys.stderr)
             continue
         ours = Runner(ncnn_c, model, shapes, args.device, args.threads)
         ref = Runner(ncnn, model, shapes, args.device, args.threads)
