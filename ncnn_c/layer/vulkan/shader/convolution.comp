@@ -180,10 +180,12 @@ void main()
     if (co >= p.outc)
         return;
 
-    afpvec4 sum[tile_w][out_groups];
+    // the sums are fp32 whatever afp is: products in afp, accumulated in fp32 (fp16 sums
+    // over thousands of taps drift by percents)
+    vec4 sum[tile_w][out_groups];
     for (int j = 0; j < out_groups; j++)
     {
-        const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gy * out_groups + j]) : afpvec4(0.f);
+        const vec4 b = bias_term == 1 ? vec4(bias_data[gy * out_groups + j]) : vec4(0.f);
         for (int i = 0; i < tile_w; i++)
             sum[i][j] = b;
     }
@@ -220,8 +222,8 @@ void main()
                 load_weight_pair(wi + j, k0, k1);
                 for (int i = 0; i < tile_w; i++)
                 {
-                    sum[i][j] += v[i] * k0;
-                    sum[i][j + 1] += v[i] * k1;
+                    sum[i][j] += vec4(v[i] * k0);
+                    sum[i][j + 1] += vec4(v[i] * k1);
                 }
             }
             wi += out_groups;
@@ -233,7 +235,7 @@ void main()
             if (i0 + i < size)
             {
                 for (int j = 0; j < out_groups; j++)
-                    store4(sum[i][j], co + j * 4, i0 + i);
+                    store4(afpvec4(sum[i][j]), co + j * 4, i0 + i);
             }
         }
         return;
@@ -292,8 +294,8 @@ void main()
                     for (int i = 0; i < tile_w; i++)
                     {
                         const afp v = row[i * stride_w + kx * dilation_w];
-                        sum[i][j] += v * k0;
-                        sum[i][j + 1] += v * k1;
+                        sum[i][j] += vec4(v * k0);
+                        sum[i][j + 1] += vec4(v * k1);
                     }
                 }
                 wi += out_groups;
@@ -309,7 +311,7 @@ void main()
         if (ox + i < p.outw)
         {
             for (int j = 0; j < out_groups; j++)
-                store4(sum[i][j], co + j * 4, i0 + i);
+                store4(afpvec4(sum[i][j]), co + j * 4, i0 + i);
         }
     }
 }

@@ -161,10 +161,12 @@ void main()
     if (co >= p.outc)
         return;
 
-    afpvec4 sum[tile_w][out_groups];
+    // the sums are fp32 whatever afp is: a 4-term partial in afp, then accumulated in fp32
+    // (fp16 sums over thousands of taps drift by percents)
+    vec4 sum[tile_w][out_groups];
     for (int j = 0; j < out_groups; j++)
     {
-        const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gy * out_groups + j]) : afpvec4(0.f);
+        const vec4 b = bias_term == 1 ? bias_data[gy * out_groups + j] : vec4(0.f);
         for (int i = 0; i < tile_w; i++)
             sum[i][j] = b;
     }
@@ -195,7 +197,7 @@ void main()
                 afpvec4 k3;
                 load_weight_block(wi + j * 4, k0, k1, k2, k3);
                 for (int i = 0; i < tile_w; i++)
-                    sum[i][j] += k0 * v[i].x + k1 * v[i].y + k2 * v[i].z + k3 * v[i].w;
+                    sum[i][j] += vec4(k0 * v[i].x + k1 * v[i].y + k2 * v[i].z + k3 * v[i].w);
             }
             wi += out_groups * 4;
             a += p.cstep;
@@ -206,7 +208,7 @@ void main()
             if (i0 + i < size)
             {
                 for (int j = 0; j < out_groups; j++)
-                    store(sum[i][j], co + j * 4, i0 + i);
+                    store(afpvec4(sum[i][j]), co + j * 4, i0 + i);
             }
         }
         return;
@@ -255,7 +257,7 @@ void main()
                     for (int i = 0; i < tile_w; i++)
                     {
                         const afpvec4 v = row[i * stride_w + kx * dilation_w];
-                        sum[i][j] += k0 * v.x + k1 * v.y + k2 * v.z + k3 * v.w;
+                        sum[i][j] += vec4(k0 * v.x + k1 * v.y + k2 * v.z + k3 * v.w);
                     }
                 }
                 wi += out_groups * 4;
@@ -271,7 +273,7 @@ void main()
         if (ox + i < p.outw)
         {
             for (int j = 0; j < out_groups; j++)
-                store(sum[i][j], co + j * 4, i0 + i);
+                store(afpvec4(sum[i][j]), co + j * 4, i0 + i);
         }
     }
 }
