@@ -1,11 +1,14 @@
-"""Deconvolution and DeconvolutionDepthWise on the GPU over the option grid: strides,
-dilations, every crop form (pads, output_pad, output_w/output_h with SAME pads), groups,
-bias on/off and the fused activations."""
+"""Deconvolution on the GPU over the option grid: strides, dilations, every crop form (pads,
+output_pad, output_w/output_h with SAME pads), bias on/off, the fused activations, and
+every packing form (elempack 1/4 in x 1/4 out, and a bottom in the other packing).
+DeconvolutionDepthWise has its own file."""
 
 from __future__ import annotations
 
 import pytest
-from oracle import check_layer_gpu, randn, rng
+from oracle import GPU_GRID, assert_close, check_layer_gpu, make_bin, randn, rng, run_ncnn, run_net_gpu
+
+from ncnn_c.layer.vulkan.deconvolution_vulkan import Deconvolution_vulkan
 
 pytestmark = pytest.mark.gpu
 
@@ -18,64 +21,67 @@ EXTRAS = [
     (3, 3, {3: 2, 4: -233, 20: 12, 21: 14}),
     (3, 3, {3: 2, 4: -234, 20: 13}),
 ]
+# (inch, outch) and the (in, out) elempacks they run with packing on
+PACKINGS = {(3, 5): (1, 1), (8, 8): (4, 4), (4, 9): (4, 1), (3, 8): (1, 4)}
 
 
-def _case(layer, inch, outch, group, kw, kh, shape_hw, extra, bias=True, act=0, grid=None):
-    g = rng("deconv-gpu", layer, inch, outch, group, kw, kh, shape_hw, str(extra), bias, act)
+class PackSet(set):
+    arrived: set[int]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = set()
+
+
+@pytest.fixture
+def packs(monkeypatch):
+    """The (bottom elempack the shader read, top elempack) of every GPU forward, and in
+    ``packs.arrived`` the elempacks the bottoms came in."""
+    seen = PackSet()
+    forward = Deconvolution_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        seen.arrived.add(bottom.elempack)
+        ret = forward(self, bottom, top, cmd, opt)
+        seen.add((4 if self._in_pack4 else 1, top.elempack))
+        return ret
+
+    monkeypatch.setattr(Deconvolution_vulkan, "forward_vk", spy)
+    return seen
+
+
+def _case(inch, outch, kw, kh, shape_hw, extra, bias=True, act=0, grid=None):
+    g = rng("deconv-gpu", "Deconvolution", inch, outch, 1, kw, kh, shape_hw, str(extra), bias, act)
     x = randn(g, (inch, *shape_hw))
-    wt = randn(g, (outch * (inch // group) * kw * kh,), 0.5)
+    wt = randn(g, (outch * inch * kw * kh,), 0.5)
     params = {0: outch, 1: kw, 11: kh, 5: int(bias), 6: wt.size, **extra}
-    if layer == "DeconvolutionDepthWise":
-        params[7] = group
     if act:
         params[9] = act
         if ACTS[act]:
             params[10] = ACTS[act]
     weights = [wt] + ([(randn(g, (outch,)), 1)] if bias else [])
-    return check_layer_gpu(layer, params, weights, [x], grid=grid)
+    return check_layer_gpu("Deconvolution", params, weights, [x], grid=grid)
 
 
 @pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)
-@pytest.mark.parametrize("inch,outch", [(3, 5), (8, 8), (4, 9)], ids=str)
-def test_deconvolution_grid(inch, outch, kw, kh, extra):
-    _case("Deconvolution", inch, outch, 1, kw, kh, (7, 6), extra)
+@pytest.mark.parametrize("inch,outch", list(PACKINGS), ids=str)
+def test_deconvolution_grid(inch, outch, kw, kh, extra, packs):
+    _case(inch, outch, kw, kh, (7, 6), extra)
+    assert packs == {(1, 1), PACKINGS[inch, outch]}
 
 
-# (inch, outch, group): depthwise (packed and not), with a multiplier, grouped, one group
-GROUPINGS = [(8, 8, 8), (6, 6, 6), (4, 8, 4), (6, 12, 3), (8, 4, 2), (3, 5, 1)]
+@pytest.mark.parametrize("act", range(1, 7))
+@pytest.mark.parametrize("inch,outch", [(4, 4), (3, 5)], ids=str)
+def test_deconvolution_activation_grid(inch, outch, act):
+    _case(inch, outch, 3, 3, (5, 6), {3: 2}, act=act)
 
 
-@pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)
-@pytest.mark.parametrize("inch,outch,group", GROUPINGS, ids=str)
-def test_deconvolutiondepthwise_grid(inch, outch, group, kw, kh, extra):
+@pytest.mark.parametrize("inch,outch", list(PACKINGS), ids=str)
+@pytest.mark.parametrize("shape_hw", [(1, 1), (7, 13), (57, 61)], ids=str)
+def test_deconvolution_sizes_no_bias(inch, outch, shape_hw):
     _case(
-        "DeconvolutionDepthWise",
         inch,
         outch,
-        group,
-        kw,
-        kh,
-        (7, 6),
-        extra,
-        grid=["fp32", "fp32-pack", "fp16s-pack"],
-    )
-
-
-@pytest.mark.parametrize("layer", ["Deconvolution", "DeconvolutionDepthWise"])
-@pytest.mark.parametrize("act", range(1, 7))
-def test_deconvolution_activation_grid(layer, act):
-    _case(layer, 4, 4, 4 if layer == "DeconvolutionDepthWise" else 1, 3, 3, (5, 6), {3: 2}, act=act)
-
-
-@pytest.mark.parametrize("layer", ["Deconvolution", "DeconvolutionDepthWise"])
-@pytest.mark.parametrize("shape_hw", [(1, 1), (7, 13), (57, 61)], ids=str)
-def test_deconvolution_sizes_no_bias(layer, shape_hw):
-    group = 4 if layer == "DeconvolutionDepthWise" else 1
-    _case(
-        layer,
-        4,
-        4,
-        group,
         4,
         4,
         shape_hw,
@@ -84,3 +90,31 @@ def test_deconvolution_sizes_no_bias(layer, shape_hw):
         act=1,
         grid=["fp32", "fp16s-pack", "fp16pa-pack"],
     )
+
+
+def test_deconvolution_bottom_in_other_packing(packs):
+    """A grouped DeconvolutionDepthWise whose groups hold 2 outputs writes 4 channels as
+    elempack 1; the packed Deconvolution after it converts that bottom to elempack 4 first."""
+    g = rng("deconv-after-grouped")
+    param = (
+        "\n".join(
+            [
+                "7767517",
+                "3 3",
+                "Input in0 0 1 in0 0=9 1=7 2=8",
+                "DeconvolutionDepthWise dw 1 1 in0 d0 0=4 1=1 5=0 6=16 7=2",
+                "Deconvolution op 1 1 d0 out0 0=4 1=3 3=2 4=1 5=1 6=144",
+            ]
+        )
+        + "\n"
+    )
+    weights = make_bin([randn(g, 16), randn(g, 144), (randn(g, 4), 1)])
+    x = randn(g, (8, 7, 9))
+    ret, ref = run_ncnn(param, weights, [x])
+    assert ret == 0
+    for name in ("fp32-pack", "fp16s-pack", "fp16pa-pack"):
+        ret, got = run_net_gpu(param, weights, [x], **GPU_GRID[name])
+        assert ret == 0
+        assert_close(got[0], ref[0], 1e-2 if "fp16" in name else 1e-4, name)
+    assert packs == {(4, 1), (4, 4)}
+    assert packs.arrived == {1, 4}

@@ -1,15 +1,22 @@
 #version 450
 
-// Transposed convolution (Deconvolution, and DeconvolutionDepthWise with any group) of
-// elempack 1 blobs, as a gather: one invocation computes one output position x 4 output
-// channels of one group, over a (outw * outh, ceil(outc_g/4), group) grid. Output (ox, oy)
-// is full-output position (ox + crop_left, oy + crop_top); input (sx, sy) reaches it
-// through tap (kx, ky) when sx * stride_w + kx * dilation_w equals it (likewise in y), so
-// each tap either hits one input pixel or none, and the crop, output_pad and
-// output_w/output_h forms all reduce to that offset and the output size (the layer takes
-// them from the CPU class's geometry). Weights are [group][ceil(outc_g/4)][inc_g][kh*kw]
-// vec4s (4 output channels of one tap, zero past outc_g), the bias [group][ceil(outc_g/4)]
-// vec4s, fp32 whatever the storage type.
+// Transposed convolution (Deconvolution, and DeconvolutionDepthWise with several channels
+// per group) of an elempack 1 bottom, as a gather. Output (ox, oy) is full-output
+// position (ox + crop_left, oy + crop_top); input (sx, sy) reaches it through tap (kx,
+// ky) when sx * stride_w + kx * dilation_w equals it (likewise in y), so each tap either
+// hits one input pixel or none, and the crop, output_pad and output_w/output_h forms all
+// reduce to that offset and the output size (the layer takes them from the CPU class's
+// geometry). Outputs of one row whose x differ by stride_w are hit by the same taps, from
+// consecutive input columns: one invocation computes tile_w of them (ox0, ox0 + stride_w,
+// ...) x 4 output channels of one group, so each weight load feeds tile_w outputs. The
+// grid is (outh * stride_w * tiles, ceil(outc_g/4), group), x ordered (row, phase = ox0 %
+// stride_w, tile) with tiles = ceil(ceil(outw/stride_w)/tile_w). Weights are
+// [group][ceil(outc_g/4)][inc_g][kh*kw] vec4s (4 output channels of one tap, zero past
+// outc_g); the bias is [group][ceil(outc_g/4)] vec4s; fp32 whatever the storage type.
+//
+// The top is elempack 1, or elempack 4 with out_pack4 = 1 (outc_g a multiple of 4, so an
+// invocation's 4 channels are one packed element: one vec4 store per output). Elempack 4
+// bottoms go to deconvolution_pack4.comp.
 
 layout (constant_id = 0) const int kernel_w = 1;
 layout (constant_id = 1) const int kernel_h = 1;
@@ -21,11 +28,26 @@ layout (constant_id = 6) const int bias_term = 0;
 layout (constant_id = 7) const int activation_type = 0;
 layout (constant_id = 8) const float activation_param_0 = 0;
 layout (constant_id = 9) const float activation_param_1 = 0;
+layout (constant_id = 10) const int out_pack4 = 0;
+// outputs per invocation, stride_w apart along a row
+layout (constant_id = 11) const int tile_w = 4;
+
+// added to a tap offset to keep it non-negative: a multiple of stride_w past the kernel extent
+const int x_bias = ((kernel_w - 1) * dilation_w / stride_w + 1) * stride_w;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
 layout (binding = 0) readonly buffer bottom_blob { sfp bottom_blob_data[]; };
 layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
+// the same top as packed elements (aliased binding), for out_pack4 = 1; without 16-bit
+// storage the net keeps packed blobs fp32
+#if NCNN_fp16_packed && !NCNN_fp16_storage
+layout (binding = 1) writeonly buffer top_blob4 { vec4 top_blob4_data[]; };
+#define top_st4(i, v) {top_blob4_data[i] = vec4(v);}
+#else
+layout (binding = 1) writeonly buffer top_blob4 { sfpvec4 top_blob4_data[]; };
+#define top_st4(i, v) buffer_st4(top_blob4_data, i, v)
+#endif
 layout (binding = 2) readonly buffer weight_blob { vec4 weight_data[]; };
 // bound to the weights and never read when bias_term == 0
 layout (binding = 3) readonly buffer bias_blob { vec4 bias_data[]; };
@@ -89,16 +111,24 @@ void main()
     const int gy = int(gl_GlobalInvocationID.y);
     const int gz = int(gl_GlobalInvocationID.z);
 
+    // gx = (oy, phase, tile): the outputs of one phase (ox % stride_w) along a row are
+    // stride_w apart and gather from consecutive input columns through the same taps
+    const int tiles = ((p.outw + stride_w - 1) / stride_w + tile_w - 1) / tile_w;
+    const int oy = gx / (stride_w * tiles);
+    const int r = gx - oy * (stride_w * tiles);
+    const int phase = r / tiles;
+    const int ox0 = phase + (r - phase * tiles) * tile_w * stride_w;
+
     const int vec4s = (p.outc_g + 3) / 4;
-    if (gx >= p.outw * p.outh || gy >= vec4s || gz * p.outc_g >= p.outc)
+    if (oy >= p.outh || ox0 >= p.outw || gy >= vec4s || gz * p.outc_g >= p.outc)
         return;
 
-    const int oy = gx / p.outw;
-    const int ox = gx - oy * p.outw;
-    const int fx = ox + p.crop_left;
     const int fy = oy + p.crop_top;
 
-    afpvec4 sum = bias_term == 1 ? afpvec4(bias_data[gz * vec4s + gy]) : afpvec4(0.f);
+    afpvec4 sum[tile_w];
+    const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gz * vec4s + gy]) : afpvec4(0.f);
+    for (int i = 0; i < tile_w; i++)
+        sum[i] = b;
 
     const int maxk = kernel_w * kernel_h;
     const int wbase = (gz * vec4s + gy) * p.inc_g * maxk;
@@ -110,29 +140,57 @@ void main()
             continue;
         for (int kx = 0; kx < kernel_w; kx++)
         {
-            const int tx = fx - kx * dilation_w;
-            const int sx = tx / stride_w;
-            if (tx < 0 || sx * stride_w != tx || sx >= p.w)
+            // kept non-negative by x_bias (a multiple of stride_w) so that % and / are exact
+            const int tx = ox0 + p.crop_left - kx * dilation_w + x_bias;
+            if (tx % stride_w != 0)
                 continue;
-            int v = (gz * p.inc_g) * p.cstep + sy * p.w + sx;
+            // the input column of output i is sx0 + i
+            const int sx0 = tx / stride_w - x_bias / stride_w;
+            if (sx0 >= p.w || sx0 + tile_w <= 0)
+                continue;
+            int xi[tile_w];
+            bool inside[tile_w];
+            for (int i = 0; i < tile_w; i++)
+            {
+                inside[i] = sx0 + i >= 0 && sx0 + i < p.w;
+                xi[i] = clamp(sx0 + i, 0, p.w - 1);
+            }
+            int v = (gz * p.inc_g) * p.cstep + sy * p.w;
             int wi = wbase + ky * kernel_w + kx;
             for (int q = 0; q < p.inc_g; q++)
             {
-                sum += buffer_ld1(bottom_blob_data, v) * afpvec4(weight_data[wi]);
+                const afpvec4 k = afpvec4(weight_data[wi]);
+                for (int i = 0; i < tile_w; i++)
+                {
+                    const afp x = buffer_ld1(bottom_blob_data, v + xi[i]);
+                    sum[i] += (inside[i] ? x : afp(0.f)) * k;
+                }
                 v += p.cstep;
                 wi += maxk;
             }
         }
     }
 
-    sum = activation(sum);
     const int co = gz * p.outc_g + gy * 4;
-    if (gy * 4 < p.outc_g)
-        buffer_st1(top_blob_data, co * p.outcstep + gx, sum.x);
-    if (gy * 4 + 1 < p.outc_g)
-        buffer_st1(top_blob_data, (co + 1) * p.outcstep + gx, sum.y);
-    if (gy * 4 + 2 < p.outc_g)
-        buffer_st1(top_blob_data, (co + 2) * p.outcstep + gx, sum.z);
-    if (gy * 4 + 3 < p.outc_g)
-        buffer_st1(top_blob_data, (co + 3) * p.outcstep + gx, sum.w);
+    const int o0 = oy * p.outw + ox0;
+    for (int i = 0; i < tile_w; i++)
+    {
+        if (ox0 + i * stride_w >= p.outw)
+            break;
+        const afpvec4 v = activation(sum[i]);
+        const int o = o0 + i * stride_w;
+        if (out_pack4 == 1)
+        {
+            top_st4((co / 4) * p.outcstep + o, v);
+            continue;
+        }
+        if (gy * 4 < p.outc_g)
+            buffer_st1(top_blob_data, co * p.outcstep + o, v.x);
+        if (gy * 4 + 1 < p.outc_g)
+            buffer_st1(top_blob_data, (co + 1) * p.outcstep + o, v.y);
+        if (gy * 4 + 2 < p.outc_g)
+            buffer_st1(top_blob_data, (co + 2) * p.outcstep + o, v.z);
+        if (gy * 4 + 3 < p.outc_g)
+            buffer_st1(top_blob_data, (co + 3) * p.outcstep + o, v.w);
+    }
 }

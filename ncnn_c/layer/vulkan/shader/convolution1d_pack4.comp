@@ -1,0 +1,184 @@
+#version 450
+
+// Convolution1D of an elempack 4 2-D bottom (h = input channels / 4, w = length; rows w
+// elements apart): one invocation computes tile_w outputs along the row x 4*out_groups
+// output channels, over a (ceil(outw/tile_w), ceil(outc/(4*out_groups)), 1) grid; the
+// layer picks the tile per device type. A packed input element is 4 input channels at one
+// position, read as one vec4; each tap multiplies it by 4x4 weight blocks, 4 vec4s each
+// (one per input lane, each 4 output channels):
+// [ceil(outc/(4*out_groups))][inc/4][kw][out_groups][4 in][4 out]. Padding is virtual:
+// taps outside the row read pad_value, so SAME pads cost nothing extra. The bias is
+// [ceil(outc/(4*out_groups))][out_groups] vec4s; weights and bias are fp32 whatever the
+// storage type, zero-filled past outc.
+//
+// The top is elempack 1, or elempack 4 with out_pack4 = 1 (outc a multiple of 4: each
+// output vec4 is one packed element, one store). Elempack 1 bottoms go to
+// convolution1d.comp.
+
+layout (constant_id = 0) const int kernel_w = 1;
+layout (constant_id = 1) const int dilation_w = 1;
+layout (constant_id = 2) const int stride_w = 1;
+layout (constant_id = 3) const int bias_term = 0;
+layout (constant_id = 4) const int activation_type = 0;
+layout (constant_id = 5) const float activation_param_0 = 0;
+layout (constant_id = 6) const float activation_param_1 = 0;
+// output positions per invocation
+layout (constant_id = 7) const int tile_w = 8;
+layout (constant_id = 8) const int out_pack4 = 0;
+// output channel vec4s per invocation
+layout (constant_id = 9) const int out_groups = 1;
+
+layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
+
+#if NCNN_fp16_packed && !NCNN_fp16_storage
+// without 16-bit storage the net keeps every blob fp32, packed ones included
+layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
+layout (binding = 1) writeonly buffer top_blob4 { vec4 top_blob4_data[]; };
+#define LOAD(i) afpvec4(bottom_blob_data[i])
+#define top_st4(i, v) {top_blob4_data[i] = vec4(v);}
+#else
+layout (binding = 0) readonly buffer bottom_blob { sfpvec4 bottom_blob_data[]; };
+layout (binding = 1) writeonly buffer top_blob4 { sfpvec4 top_blob4_data[]; };
+#define LOAD(i) buffer_ld4(bottom_blob_data, i)
+#define top_st4(i, v) buffer_st4(top_blob4_data, i, v)
+#endif
+// the same top as scalars (aliased binding), for an elempack 1 top
+layout (binding = 1) writeonly buffer top_blob { sfp top_blob_data[]; };
+layout (binding = 2) readonly buffer weight_blob { vec4 weight_data[]; };
+// bound to the weights and never read when bias_term == 0
+layout (binding = 3) readonly buffer bias_blob { vec4 bias_data[]; };
+
+layout (push_constant) uniform parameter
+{
+    int w;
+    // rows of the bottom (packed elements for elempack 4)
+    int h;
+    int outw;
+    int outc;
+    int pad_left;
+    float pad_value;
+} p;
+
+// input positions one tile's taps touch
+const int window = (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
+
+// ncnn's fused activations (activation_type 0..6) on 4 output channels; params follow ncnn's meaning.
+afpvec4 activation(afpvec4 v)
+{
+    if (activation_type == 1)
+    {
+        v = max(v, afp(0.f));
+    }
+    else if (activation_type == 2)
+    {
+        v = mix(v, v * afp(activation_param_0), lessThan(v, afpvec4(0.f)));
+    }
+    else if (activation_type == 3)
+    {
+        v = clamp(v, afp(activation_param_0), afp(activation_param_1));
+    }
+    else if (activation_type == 4)
+    {
+        // the clamp keeps exp() finite, as ncnn's CPU path does
+        v = clamp(v, afp(-88.3762626647949f), afp(88.3762626647949f));
+        v = afp(1.f) / (afp(1.f) + exp(-v));
+    }
+    else if (activation_type == 5)
+    {
+        // softplus saturates to v and tanh to 1 long before exp() overflows; clamping
+        // keeps drivers that expand tanh through exp() away from inf/inf
+        afpvec4 sp = mix(log(afp(1.f) + exp(v)), v, greaterThan(v, afpvec4(15.f)));
+        v = v * tanh(min(sp, afp(15.f)));
+    }
+    else if (activation_type == 6)
+    {
+        v = v * clamp(v * afp(activation_param_0) + afp(activation_param_1), afp(0.f), afp(1.f));
+    }
+    return v;
+}
+
+
+void main()
+{
+    const int gx = int(gl_GlobalInvocationID.x);
+    // the local size is (64, 1, 1): the work group id is gy, and it is uniform, so the
+    // compiler can tell that every weight and bias index is too (llvmpipe then loads each
+    // weight once per work group instead of once per invocation)
+    const int gy = int(gl_WorkGroupID.y);
+
+    const int ox = gx * tile_w;
+    const int co0 = gy * 4 * out_groups;
+    if (ox >= p.outw || co0 >= p.outc)
+        return;
+
+    afpvec4 sum[tile_w][out_groups];
+    for (int j = 0; j < out_groups; j++)
+    {
+        const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gy * out_groups + j]) : afpvec4(0.f);
+        for (int i = 0; i < tile_w; i++)
+            sum[i][j] = b;
+    }
+
+    const int sx0 = ox * stride_w - p.pad_left;
+    const afpvec4 pad_value = afpvec4(p.pad_value);
+    const int last = p.h * p.w - 1;
+
+    bool x_inside[window];
+    for (int e = 0; e < window; e++)
+        x_inside[e] = sx0 + e >= 0 && sx0 + e < p.w;
+
+    int wi = gy * out_groups * p.h * kernel_w * 4;
+    for (int q = 0; q < p.h; q++)
+    {
+        const int start = q * p.w + sx0;
+        afpvec4 row[window];
+        for (int e = 0; e < window; e++)
+        {
+            // reads outside the row are clamped into the blob, then replaced by pad_value
+            const afpvec4 x = LOAD(clamp(start + e, 0, last));
+            row[e] = x_inside[e] ? x : pad_value;
+        }
+        for (int kx = 0; kx < kernel_w; kx++)
+        {
+            for (int j = 0; j < out_groups; j++)
+            {
+                const afpvec4 k0 = afpvec4(weight_data[wi + j * 4]);
+                const afpvec4 k1 = afpvec4(weight_data[wi + j * 4 + 1]);
+                const afpvec4 k2 = afpvec4(weight_data[wi + j * 4 + 2]);
+                const afpvec4 k3 = afpvec4(weight_data[wi + j * 4 + 3]);
+                for (int i = 0; i < tile_w; i++)
+                {
+                    const afpvec4 v = row[i * stride_w + kx * dilation_w];
+                    sum[i][j] += k0 * v.x + k1 * v.y + k2 * v.z + k3 * v.w;
+                }
+            }
+            wi += out_groups * 4;
+        }
+    }
+
+    for (int i = 0; i < tile_w; i++)
+    {
+        if (ox + i >= p.outw)
+            break;
+        for (int j = 0; j < out_groups; j++)
+        {
+            const int co = co0 + j * 4;
+            if (co >= p.outc)
+                break;
+            const afpvec4 v = activation(sum[i][j]);
+            if (out_pack4 == 1)
+            {
+                top_st4((co / 4) * p.outw + ox + i, v);
+                continue;
+            }
+            const int o = co * p.outw + ox + i;
+            buffer_st1(top_blob_data, o, v.x);
+            if (co + 1 < p.outc)
+                buffer_st1(top_blob_data, o + p.outw, v.y);
+            if (co + 2 < p.outc)
+                buffer_st1(top_blob_data, o + 2 * p.outw, v.z);
+            if (co + 3 < p.outc)
+                buffer_st1(top_blob_data, o + 3 * p.outw, v.w);
+        }
+    }
+}
