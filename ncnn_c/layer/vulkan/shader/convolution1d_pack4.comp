@@ -111,10 +111,12 @@ void main()
     if (ox >= p.outw || co0 >= p.outc)
         return;
 
-    afpvec4 sum[tile_w][out_groups];
+    // fp32 sums whatever afp is: products in afp, accumulated in fp32 (fp16 sums over
+    // many taps drift by percents)
+    vec4 sum[tile_w][out_groups];
     for (int j = 0; j < out_groups; j++)
     {
-        const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gy * out_groups + j]) : afpvec4(0.f);
+        const vec4 b = bias_term == 1 ? vec4(bias_data[gy * out_groups + j]) : vec4(0.f);
         for (int i = 0; i < tile_w; i++)
             sum[i][j] = b;
     }
@@ -149,7 +151,7 @@ void main()
                 for (int i = 0; i < tile_w; i++)
                 {
                     const afpvec4 v = row[i * stride_w + kx * dilation_w];
-                    sum[i][j] += k0 * v.x + k1 * v.y + k2 * v.z + k3 * v.w;
+                    sum[i][j] += vec4(k0 * v.x + k1 * v.y + k2 * v.z + k3 * v.w);
                 }
             }
             wi += out_groups * 4;
@@ -165,7 +167,7 @@ void main()
             const int co = co0 + j * 4;
             if (co >= p.outc)
                 break;
-            const afpvec4 v = activation(sum[i][j]);
+            const afpvec4 v = activation(afpvec4(sum[i][j]));
             if (out_pack4 == 1)
             {
                 top_st4((co / 4) * p.outw + ox + i, v);

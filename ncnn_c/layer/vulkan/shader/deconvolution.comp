@@ -125,8 +125,10 @@ void main()
 
     const int fy = oy + p.crop_top;
 
-    afpvec4 sum[tile_w];
-    const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gz * vec4s + gy]) : afpvec4(0.f);
+    // fp32 sums whatever afp is: products in afp, accumulated in fp32 (fp16 sums over
+    // many taps drift by percents)
+    vec4 sum[tile_w];
+    const vec4 b = bias_term == 1 ? vec4(bias_data[gz * vec4s + gy]) : vec4(0.f);
     for (int i = 0; i < tile_w; i++)
         sum[i] = b;
 
@@ -163,7 +165,7 @@ void main()
                 for (int i = 0; i < tile_w; i++)
                 {
                     const afp x = buffer_ld1(bottom_blob_data, v + xi[i]);
-                    sum[i] += (inside[i] ? x : afp(0.f)) * k;
+                    sum[i] += vec4((inside[i] ? x : afp(0.f)) * k);
                 }
                 v += p.cstep;
                 wi += maxk;
@@ -177,7 +179,7 @@ void main()
     {
         if (ox0 + i * stride_w >= p.outw)
             break;
-        const afpvec4 v = activation(sum[i]);
+        const afpvec4 v = activation(afpvec4(sum[i]));
         const int o = o0 + i * stride_w;
         if (out_pack4 == 1)
         {

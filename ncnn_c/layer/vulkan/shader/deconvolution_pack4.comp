@@ -130,8 +130,10 @@ void main()
 
     const int fy = oy + p.crop_top;
 
-    afpvec4 sum[tile_w];
-    const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gz * vec4s + gy]) : afpvec4(0.f);
+    // fp32 sums whatever afp is: products in afp, accumulated in fp32 (fp16 sums over
+    // many taps drift by percents)
+    vec4 sum[tile_w];
+    const vec4 b = bias_term == 1 ? vec4(bias_data[gz * vec4s + gy]) : vec4(0.f);
     for (int i = 0; i < tile_w; i++)
         sum[i] = b;
 
@@ -172,7 +174,7 @@ void main()
                 for (int i = 0; i < tile_w; i++)
                 {
                     const afpvec4 x = inside[i] ? bottom_ld4(v + xi[i]) : afpvec4(0.f);
-                    sum[i] += k0 * x.x + k1 * x.y + k2 * x.z + k3 * x.w;
+                    sum[i] += vec4(k0 * x.x + k1 * x.y + k2 * x.z + k3 * x.w);
                 }
                 v += p.cstep;
                 wi += maxk * 4;
@@ -186,7 +188,7 @@ void main()
     {
         if (ox0 + i * stride_w >= p.outw)
             break;
-        const afpvec4 v = activation(sum[i]);
+        const afpvec4 v = activation(afpvec4(sum[i]));
         const int o = o0 + i * stride_w;
         if (out_pack4 == 1)
         {
