@@ -3,7 +3,10 @@
 A user may subclass ``DataReader`` the way the PyPI package allows (override
 ``read(buf, size)``); the parsers only ever call ``read_bytes(n)``, which the stock
 readers implement directly (no per-call buffer copies) and the base class maps onto
-``read``. ``scan`` exists for API shape only: the text param parser reads the whole
+``read``. Weights are read with ``read_into(array)``: straight into the destination (a
+file's ``readinto``, one slice copy from memory) in the stock readers, through
+``read_bytes`` in every other reader, so a subclass's own ``read``/``read_bytes`` still
+decides what comes. ``scan`` exists for API shape only: the text param parser reads the whole
 text through ``read`` and tokenises it itself, which also gives it line numbers.
 """
 
@@ -12,6 +15,10 @@ from __future__ import annotations
 import ctypes
 import io
 import logging
+import os
+import stat
+
+import numpy as np
 
 log = logging.getLogger("ncnn_c")
 
@@ -60,6 +67,18 @@ class DataReader:
                 break
         return b"".join(out)
 
+    def read_into(self, out: np.ndarray) -> int:
+        """Fill the contiguous 1-D uint8 array ``out`` from the stream; the byte count read
+        (less than ``out.size`` only at the end of the data)."""
+        data = self.read_bytes(out.size)
+        out[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        return len(data)
+
+    def remaining_bytes(self) -> int | None:
+        """Bytes left to read when the reader knows it, else None. Lets a caller size a
+        destination from an untrusted count only when the data is really there."""
+        return None
+
     def read_text(self, limit: int) -> bytes | None:
         """Everything up to the first NUL byte or the end; None when over ``limit`` bytes."""
         parts = []
@@ -107,6 +126,35 @@ class DataReaderFromStdio(DataReader):
         ctypes.memmove(buf, data, len(data))
         return len(data)
 
+    def read_into(self, out: np.ndarray) -> int:
+        cls = type(self)
+        readinto = getattr(self.fp, "readinto", None)
+        if cls.read_bytes is not DataReaderFromStdio.read_bytes or cls.read is not DataReaderFromStdio.read:
+            return super().read_into(out)  # a subclass reads its own way
+        if readinto is None or isinstance(self.fp, io.TextIOBase):
+            return super().read_into(out)
+        view = out.data.cast("B")
+        got = 0
+        while got < out.size:
+            try:
+                n = readinto(view[got : got + _CHUNK])
+            except (OSError, ValueError, io.UnsupportedOperation) as e:
+                log.error("DataReaderFromStdio: read failed: %s", e)
+                break
+            if not n:
+                break
+            got += int(n)
+        return got
+
+    def remaining_bytes(self) -> int | None:
+        try:
+            st = os.fstat(self.fp.fileno())
+            if not stat.S_ISREG(st.st_mode) or isinstance(self.fp, io.TextIOBase):
+                return None
+            return max(0, st.st_size - self.fp.tell())
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return None
+
 
 class DataReaderFromMemory(DataReader):
     """Reads from a bytes-like object; ``consumed`` counts the bytes read so far."""
@@ -127,6 +175,19 @@ class DataReaderFromMemory(DataReader):
         self.consumed = end
         return self._mem[start:end].tobytes()
 
+    def read_into(self, out: np.ndarray) -> int:
+        cls = type(self)
+        if cls.read_bytes is not DataReaderFromMemory.read_bytes or cls.read is not DataReaderFromMemory.read:
+            return super().read_into(out)  # a subclass reads its own way
+        start = self.consumed
+        end = min(len(self._mem), start + out.size)
+        self.consumed = end
+        out[: end - start] = np.frombuffer(self._mem[start:end], dtype=np.uint8)
+        return end - start
+
+    def remaining_bytes(self) -> int | None:
+        return self.remaining
+
     def read(self, buf, size: int) -> int:
         data = self.read_bytes(size)
         ctypes.memmove(buf, data, len(data))
@@ -142,6 +203,12 @@ class DataReaderFromEmpty(DataReader):
     def read(self, buf, size: int) -> int:
         ctypes.memset(buf, 0, size)
         return size
+
+    def read_into(self, out: np.ndarray) -> int:
+        if type(self).read_bytes is not DataReaderFromEmpty.read_bytes:
+            return super().read_into(out)
+        out[...] = 0
+        return out.size
 
     def read_text(self, limit: int) -> bytes | None:
         return b""

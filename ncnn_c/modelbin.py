@@ -9,7 +9,7 @@ non-zero flag → 8-bit quantised (a 256-float table, then one uint8 index per v
 from __future__ import annotations
 
 import logging
-import struct
+import sys
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from .mat import Mat
 log = logging.getLogger("ncnn_c")
 
 FP16_TAG = 0x01306B47
+_BIG_ENDIAN = sys.byteorder == "big"
+# up to this size a weight's buffer is allocated before its bytes are read; larger ones only
+# once the reader says they exist (or after reading them), whatever count the param file gave
+_TRUSTED_BYTES = 1 << 24
 
 
 def _align4(n: int) -> int:
@@ -53,30 +57,70 @@ class ModelBin:
 
 
 class ModelBinFromDataReader(ModelBin):
-    """Weights read from a DataReader; ``offset`` is the byte position reached."""
+    """Weights read from a DataReader; ``offset`` is the byte position reached.
+
+    Each buffer is read straight into the Mat it becomes (``DataReader.read_into``); fp16
+    and 8-bit buffers are read into a scratch array and converted into the Mat in one pass.
+    """
 
     def __init__(self, dr) -> None:
         self.dr = dr
         self.offset = 0
 
-    def _take(self, n: int, what: str) -> bytes | None:
-        data = self.dr.read_bytes(n)
+    def _read(self, out: np.ndarray, what: str) -> bool:
+        """Fill the uint8 array ``out``; False (logged) when the data ends first."""
         start = self.offset
+        got = self.dr.read_into(out)
+        self.offset += got
+        if got != out.size:
+            _truncated(what, start, out.size, got)
+            return False
+        return True
+
+    def _there(self, nbytes: int) -> bool:
+        """Whether a buffer of ``nbytes`` (a count from the param file) may be allocated
+        before its bytes are read: small ones always, large ones when the reader says they
+        exist. Otherwise the bytes are read first, in bounded chunks, so that a garbage
+        count never costs more memory than the data that is really there."""
+        if nbytes <= _TRUSTED_BYTES:
+            return True
+        left = self.dr.remaining_bytes()
+        return left is not None and left >= nbytes
+
+    def _take(self, nbytes: int, what: str) -> np.ndarray | None:
+        """The next ``nbytes`` as a uint8 array; None (logged) when the data ends first."""
+        if self._there(nbytes):
+            buf = np.empty(nbytes, dtype=np.uint8)
+            return buf if self._read(buf, what) else None
+        start = self.offset
+        data = self.dr.read_bytes(nbytes)
         self.offset += len(data)
-        if len(data) != n:
-            log.error(
-                "ModelBin: truncated %s at byte offset %d: need %d bytes, only %d left",
-                what, start, n, len(data),
-            )  # fmt: skip
+        if len(data) != nbytes:
+            _truncated(what, start, nbytes, len(data))
             return None
-        return data
+        return np.frombuffer(data, dtype=np.uint8)
+
+    def _fp32(self, w: int) -> Mat:
+        if w <= 0:
+            return Mat()
+        if not self._there(w * 4):
+            data = self._take(w * 4, "fp32 weight")
+            return Mat() if data is None else _converted(data.view("<f4"))
+        m = Mat(w)
+        if m.empty():
+            return Mat()
+        if not self._read(m.raw()[: w * 4], "fp32 weight"):
+            return Mat()
+        if _BIG_ENDIAN:  # the file is little-endian
+            m.raw()[: w * 4].view(np.float32).byteswap(inplace=True)
+        return m
 
     def load_1d(self, w: int, type_: int) -> Mat:
+        if w < 0:
+            log.error("ModelBin: negative weight count %d at byte offset %d", w, self.offset)
+            return Mat()
         if type_ == 1:
-            data = self._take(w * 4, "fp32 weight")
-            if data is None:
-                return Mat()
-            return _to_mat(np.frombuffer(data, dtype="<f4"))
+            return self._fp32(w)
         if type_ != 0:
             log.error("ModelBin: unknown load type %d at byte offset %d", type_, self.offset)
             return Mat()
@@ -84,31 +128,39 @@ class ModelBinFromDataReader(ModelBin):
         flag_bytes = self._take(4, "weight flag")
         if flag_bytes is None:
             return Mat()
-        tag = struct.unpack("<I", flag_bytes)[0]
+        tag = int(flag_bytes.view("<u4")[0])
         if tag == FP16_TAG:
             data = self._take(_align4(w * 2), "fp16 weight")
             if data is None:
                 return Mat()
-            return _to_mat(np.frombuffer(data, dtype="<f2", count=w).astype(np.float32))
-        if sum(flag_bytes) != 0:
+            return _converted(data.view("<f2")[:w])
+        if tag != 0:
             table = self._take(256 * 4, "int8 quantization table")
             if table is None:
                 return Mat()
             idx = self._take(_align4(w), "int8 weight indexes")
             if idx is None:
                 return Mat()
-            lut = np.frombuffer(table, dtype="<f4")
-            return _to_mat(lut[np.frombuffer(idx, dtype=np.uint8, count=w)])
-        data = self._take(w * 4, "fp32 weight")
-        if data is None:
-            return Mat()
-        return _to_mat(np.frombuffer(data, dtype="<f4"))
+            return _converted(np.take(table.view("<f4"), idx[:w]))
+        return self._fp32(w)
 
 
-def _to_mat(arr: np.ndarray) -> Mat:
+def _truncated(what: str, start: int, need: int, got: int) -> None:
+    log.error(
+        "ModelBin: truncated %s at byte offset %d: need %d bytes, only %d left",
+        what, start, need, got,
+    )  # fmt: skip
+
+
+def _converted(arr: np.ndarray) -> Mat:
+    """A new 1-D fp32 Mat holding ``arr`` converted (one pass, no intermediate copy)."""
     if arr.size == 0:
         return Mat()
-    return Mat.from_tensor(np.ascontiguousarray(arr, dtype=np.float32))
+    m = Mat(arr.size)
+    if m.empty():
+        return Mat()
+    np.copyto(m.raw()[: arr.size * 4].view(np.float32), arr, casting="unsafe")
+    return m
 
 
 class ModelBinFromMatArray(ModelBin):

@@ -17,17 +17,25 @@ its input channel count divides by 4 (convolution_pack4.comp, weights as
 (out_pack4 in either shader), so a packed network never converts around a convolution. A
 bottom in the other packing (its producer could not pack) is converted first by the
 net's shared layout pipeline.
+
+On a GPU, a big elempack 4 -> 4 layer runs as an implicit GEMM instead
+(convolution_pack4_gemm.comp): a work group computes an output-channel x position tile,
+staging weight and gathered input slices in shared memory (see ``_use_gemm`` for when,
+``GEMM_TILE`` for the tile, ``_upload_gemm`` for its weight layout). ``GEMM_POLICY``
+(or the environment variable NCNN_C_CONV_GEMM) forces it on or off, e.g. to test it on
+lavapipe.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
-from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16, record_convert
+from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, record_convert, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -36,6 +44,50 @@ log = logging.getLogger("ncnn_c")
 
 # how many entries of activation_params (param 10) each activation_type reads
 _ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
+
+# When an elempack 4 -> 4 layer runs as an implicit GEMM: "auto" (a non-CPU device and a
+# big enough layer, see _use_gemm), "always" (every such layer, any device: for testing it
+# on lavapipe) or "never". Read at create_pipeline; the environment variable
+# NCNN_C_CONV_GEMM overrides it.
+GEMM_POLICY = "auto"
+# "auto" thresholds: at least this many output channels and input channels x taps. Below
+# them a GEMM tile is mostly padding (outc 8..28 fills under half of a 32-channel tile) and
+# the K loop is a step or two, so the shared-memory staging and barriers buy nothing.
+GEMM_MIN_OUTC = 32
+GEMM_MIN_K = 64
+# The GEMM tile: (invocations along positions, invocations along output vec4s, positions
+# per invocation, output vec4s per invocation, taps per K step). The default is a 64-wide
+# work group covering 32 positions x 32 channels (ncnn's shape for its GEMM convolution:
+# small tiles keep batch-1 layers spread over many work groups) with 16 taps per step
+# (two 8 KiB fp32 shared slices). Overridable as NCNN_C_CONV_GEMM_TILE="8,8,4,1,16".
+GEMM_TILE = (8, 8, 4, 1, 16)
+
+
+def gemm_policy() -> str:
+    """GEMM_POLICY, or NCNN_C_CONV_GEMM when set; ValueError for anything else."""
+    policy = os.environ.get("NCNN_C_CONV_GEMM", "").strip().lower() or GEMM_POLICY
+    if policy not in ("auto", "always", "never"):
+        raise ValueError(f"NCNN_C_CONV_GEMM / GEMM_POLICY must be auto, always or never, not {policy!r}")
+    return policy
+
+
+def gemm_tile() -> tuple[int, int, int, int, int]:
+    """GEMM_TILE, or NCNN_C_CONV_GEMM_TILE when set, checked: ValueError if a step's shared
+    slices do not split evenly over the work group."""
+    env = os.environ.get("NCNN_C_CONV_GEMM_TILE", "").strip()
+    try:
+        tile = tuple(int(v) for v in env.split(",")) if env else tuple(GEMM_TILE)
+    except ValueError:
+        raise ValueError(f"NCNN_C_CONV_GEMM_TILE must be 5 integers, got {env!r}") from None
+    if len(tile) != 5 or min(tile) < 1:
+        raise ValueError(f"the GEMM tile must be 5 positive integers, got {tile}")
+    inv_n, inv_m, pos, vec4s, kb = tile
+    lsize = inv_n * inv_m
+    if (kb * inv_n * pos) % lsize or (kb * 4 * inv_m * vec4s) % lsize:
+        raise ValueError(
+            f"GEMM tile {tile}: a step's input and weight slices must split evenly over {lsize} invocations"
+        )
+    return inv_n, inv_m, pos, vec4s, kb
 
 
 def conv_pads(layer: Convolution, h: int, w: int) -> tuple[int, int, int, int]:
@@ -64,6 +116,9 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self._out_groups = 2
         self._tile_w = 8
         self._weight_fp16 = False
+        self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
+        self._gemm = False
+        self._gemm_tile = GEMM_TILE
 
     def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
         """(top, bottom, left, right) the CPU layer would pad (negative crops) for this input."""
@@ -104,9 +159,17 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self._in_pack4 = packing and self.num_input() % 4 == 0
         self._out_pack4 = packing and self.num_output % 4 == 0
         self._tile_w, self._out_groups = self._tile_shape()
+        try:
+            self._gemm = self._use_gemm()
+        except ValueError as e:
+            log.error("Convolution %r: %s", self.name, e)
+            return -1
         specs = geometry + [1 if self.bias_term else 0, self.activation_type, *act, int(self._flat)]
         self._weight_fp16 = self._weights_fit_fp16()
-        specs += [self._out_groups, int(self._weight_fp16), self._tile_w, int(self._out_pack4)]
+        if self._gemm:
+            specs += [int(self._weight_fp16), *self._gemm_tile]
+        else:
+            specs += [self._out_groups, int(self._weight_fp16), self._tile_w, int(self._out_pack4)]
         if packing:
             self.pipeline_packing = self.new_packing_pipeline(opt)
             if self.pipeline_packing is None:
@@ -116,13 +179,52 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             # on lavapipe: 375 ms with fp16 arithmetic, 285 ms without) and more accurate
             opt = opt.copy()
             opt.use_fp16_arithmetic = False
-        shader = "convolution_pack4" if self._in_pack4 else "convolution"
-        self.pipeline_convolution = self.new_pipeline(shader, opt, specs, LOCAL_1D)
+        if self._gemm:
+            inv_n, inv_m = self._gemm_tile[:2]
+            self.pipeline_convolution = self.new_pipeline(
+                "convolution_pack4_gemm", opt, specs, (inv_n * inv_m, 1, 1)
+            )
+        else:
+            shader = "convolution_pack4" if self._in_pack4 else "convolution"
+            self.pipeline_convolution = self.new_pipeline(shader, opt, specs, LOCAL_1D)
         return 0 if self.pipeline_convolution else -1
 
     def _cpu_device(self) -> bool:
         assert self.vkdev is not None  # create_pipeline_vk runs only with a device
         return int(getattr(self.vkdev.info, "type", 0)) == 3  # VK_PHYSICAL_DEVICE_TYPE_CPU
+
+    def _use_gemm(self) -> bool:
+        """Whether this layer runs as an implicit GEMM (sets ``_gemm_tile``).
+
+        Only elempack 4 -> 4 has a GEMM shader. "auto" picks it on non-CPU devices for layers
+        with at least GEMM_MIN_OUTC output channels and GEMM_MIN_K input channels x taps;
+        lavapipe keeps the direct shader, whose big register tiles are tuned for it (a 3x3
+        256->256 layer at 56x56, fp32 packed: 1.4 s direct, 8.6 s GEMM; llvmpipe runs a
+        work group as SIMD lanes of a few threads, so the shared-memory staging and barriers
+        buy nothing there and the small per-invocation tile loses). A tile the
+        device cannot run (work group or shared memory too big) falls back to the direct
+        shader."""
+        policy = gemm_policy()
+        if not (self._in_pack4 and self._out_pack4) or policy == "never":
+            return False
+        tile = gemm_tile()
+        if policy == "auto":
+            k = self.num_input() * self.kernel_w * self.kernel_h
+            if self._cpu_device() or self.num_output < GEMM_MIN_OUTC or k < GEMM_MIN_K:
+                return False
+        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
+        info = self.vkdev.info
+        inv_n, inv_m, pos, vec4s, kb = tile
+        shared = kb * (inv_n * pos + 4 * inv_m * vec4s) * 16
+        if inv_n * inv_m > int(getattr(info, "max_workgroup_invocations", 128) or 128) or shared > int(
+            getattr(info, "max_shared_memory_size", 16384) or 16384
+        ):
+            log.warning(
+                "Convolution %r: GEMM tile %s does not fit the device; direct convolution", self.name, tile
+            )
+            return False
+        self._gemm_tile = tile
+        return True
 
     def _tile_shape(self) -> tuple[int, int]:
         """(tile_w, out_groups) for this device and packing.
@@ -137,8 +239,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         pipelines 3x slower to build, so GPUs get the smallest tile the shaders allow (4
         positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model 0.52 s
         instead of 0.86 s)."""
-        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
-        if int(getattr(self.vkdev.info, "type", 0)) != 3:  # VK_PHYSICAL_DEVICE_TYPE_CPU
+        if not self._cpu_device():
             return 4, 2
         vec4s = -(-self.num_output // 4)
         if self._in_pack4:
@@ -147,21 +248,26 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         return 16, 4 if vec4s > 2 else 2
 
     def _weights_fit_fp16(self) -> bool:
-        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do)."""
-        if self._weight2d is None:
-            return False
-        with np.errstate(over="ignore", invalid="ignore"):
-            return bool(np.array_equal(self._weight2d.astype(np.float16).astype(np.float32), self._weight2d))
+        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do);
+        the halves are kept for upload_model."""
+        self._weight_halves = None if self._weight2d is None else fp16_exact(self._weight2d)
+        return self._weight_halves is not None
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
+        if self._gemm:
+            return self._upload_gemm(cmd, opt)
         assert self._weight2d is not None  # load_model() prepared it
         g = self._out_groups
         groups = -(-self.num_output // (4 * g))
-        weight = np.zeros((groups * 4 * g, self._weight2d.shape[1]), np.float32)
-        weight[: self.num_output] = self._weight2d
+        weight = self._weight2d
+        if self._weight_fp16:
+            # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
+            weight = self._weight_halves if self._weight_halves is not None else weight.astype(np.float16)
+        self._weight_halves = None
+        if groups * 4 * g != self.num_output:
+            padded = np.zeros((groups * 4 * g, weight.shape[1]), weight.dtype)
+            padded[: self.num_output] = weight
+            weight = padded
         if self._in_pack4:
             # [groups][g][4 out][c/4][4 in][maxk] -> [groups][c/4][maxk][g][4 in][4 out]
             maxk = self.kernel_w * self.kernel_h
@@ -169,18 +275,49 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         else:
             # [groups][g][4][c*maxk] -> [groups][c*maxk][g][4]
             weight = weight.reshape(groups, g, 4, -1).transpose(0, 3, 1, 2)
-        weight = np.ascontiguousarray(weight).reshape(-1)
-        if self._weight_fp16:
-            # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
-            weight = weight.astype(np.float16).view(np.float32)
-        self.weight_data_gpu = VkMat()
-        cmd.record_upload(Mat(weight), self.weight_data_gpu, opt)
+        self.weight_data_gpu = upload_weights(cmd, weight, opt)
         if self.bias_term:
             assert self._bias is not None  # load_model() prepared it
             bias = np.zeros(groups * 4 * g, np.float32)
             bias[: self.num_output] = self._bias.reshape(-1)
-            self.bias_data_gpu = VkMat()
-            cmd.record_upload(Mat(bias), self.bias_data_gpu, opt)
+            self.bias_data_gpu = upload_weights(cmd, bias, opt)
+        return 0
+
+    def _gemm_dims(self) -> tuple[int, int, int]:
+        """(output vec4s per M tile, M tiles, taps per K step) of the GEMM layout."""
+        _, inv_m, _, vec4s, kb = self._gemm_tile
+        tile_m = inv_m * vec4s
+        return tile_m, -(-self.num_output // (4 * tile_m)), kb
+
+    def _upload_gemm(self, cmd, opt) -> int:
+        """Weights as [M tiles][K steps][kb][4 in][tile_m][4 out] (K = inc/4 x taps, input
+        vec4 major), zero-filled past num_output and past K, so that each work group reads
+        one contiguous slice per step in the order it lays it out in shared memory; bias as
+        [M tiles * tile_m][4], zero-filled."""
+        assert self._weight2d is not None  # load_model() prepared it
+        tile_m, mtiles, kb = self._gemm_dims()
+        weight = self._weight2d
+        if self._weight_fp16:
+            weight = self._weight_halves if self._weight_halves is not None else weight.astype(np.float16)
+        self._weight_halves = None
+        maxk = self.kernel_w * self.kernel_h
+        q = self.num_input() // 4
+        k = q * maxk
+        steps = -(-k // kb)
+        outc_p = mtiles * tile_m * 4
+        padded = np.zeros((outc_p, steps * kb, 4), weight.dtype)
+        # [outc][q][4 in][maxk] -> [outc][q][maxk][4 in], written through a view of the K axis
+        dst = padded[: self.num_output, :k].reshape(self.num_output, q, maxk, 4)
+        assert np.shares_memory(dst, padded)
+        dst[...] = weight.reshape(self.num_output, q, 4, maxk).transpose(0, 1, 3, 2)
+        # [mt][tile_m][4 out][step][kb][4 in] -> [mt][step][kb][4 in][tile_m][4 out]
+        layout = padded.reshape(mtiles, tile_m, 4, steps, kb, 4).transpose(0, 3, 4, 5, 1, 2)
+        self.weight_data_gpu = upload_weights(cmd, layout, opt)
+        if self.bias_term:
+            assert self._bias is not None  # load_model() prepared it
+            bias = np.zeros(outc_p, np.float32)
+            bias[: self.num_output] = self._bias.reshape(-1)
+            self.bias_data_gpu = upload_weights(cmd, bias, opt)
         return 0
 
     def release_gpu_data(self) -> None:
@@ -240,8 +377,12 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         # the shader's push constant block, in order (c counts packed channels)
         constants = [w, h, bottom.c, bottom.cstep, outw, outh, self.num_output, top.cstep]
         constants += [l, t, float(self.pad_value)]
-        tiles = -(-outw * outh // self._tile_w) if self._flat else -(-outw // self._tile_w) * outh
-        grid = (tiles, -(-self.num_output // (4 * self._out_groups)), 1)
+        if self._gemm:
+            inv_n, inv_m, pos = self._gemm_tile[:3]
+            grid = (-(-outw * outh // (inv_n * pos)) * inv_n * inv_m, self._gemm_dims()[1], 1)
+        else:
+            tiles = -(-outw * outh // self._tile_w) if self._flat else -(-outw // self._tile_w) * outh
+            grid = (tiles, -(-self.num_output // (4 * self._out_groups)), 1)
         cmd.record_pipeline(
             self.pipeline_convolution, [bottom, top, self.weight_data_gpu, bias], constants, grid
         )

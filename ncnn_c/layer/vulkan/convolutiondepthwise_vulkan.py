@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolutiondepthwise import ConvolutionDepthWise
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, record_convert
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, record_convert, upload_weights
 from .convolution_vulkan import _ACT_PARAM_COUNT, conv_pads
 
 if TYPE_CHECKING:
@@ -92,15 +92,10 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
         return 0
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         assert self._weight2d is not None  # load_model() prepared it
 
         def upload(array):
-            m = VkMat()
-            cmd.record_upload(Mat(np.ascontiguousarray(array, dtype=np.float32).reshape(-1)), m, opt)
-            return m
+            return upload_weights(cmd, np.asarray(array, dtype=np.float32), opt)
 
         bias = self._bias.reshape(-1) if self._bias is not None else None
         if self._depthwise():

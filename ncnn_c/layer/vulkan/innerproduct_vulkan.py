@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..innerproduct import InnerProduct
-from . import LOCAL_1D, VulkanLayer, numpy_shape, outer_extent
+from . import LOCAL_1D, VulkanLayer, fp16_exact, numpy_shape, outer_extent, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -38,6 +38,7 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self.weight_data_gpu: VkMat | None = None
         self.bias_data_gpu: VkMat | None = None
         self._weight_fp16 = False
+        self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
 
     def create_pipeline_vk(self, opt) -> int:
         act = [float(v) for v in self.activation_params[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
@@ -48,35 +49,34 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         return 0 if self.pipeline_innerproduct else -1
 
     def _weights_fit_fp16(self) -> bool:
-        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do)."""
+        """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do);
+        the halves are kept for upload_model."""
         if self._weight is None:
             self._prepare()
         assert self._weight is not None  # set by _prepare()
-        with np.errstate(over="ignore", invalid="ignore"):
-            return bool(np.array_equal(self._weight.astype(np.float16).astype(np.float32), self._weight))
+        self._weight_halves = fp16_exact(self._weight)
+        return self._weight_halves is not None
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         if self._weight is None:
             self._prepare()
         assert self._weight is not None  # set by _prepare()
         groups = -(-self.num_output // 4)
-        padded = np.zeros((groups * 4, self._weight.shape[1]), np.float32)
-        padded[: self.num_output] = self._weight
-        # [groups * 4][num_input] -> [num_input][groups][4]
-        weight = np.ascontiguousarray(padded.T).reshape(-1)
+        weight = self._weight
         if self._weight_fp16:
             # pairs of halves in 32-bit words, the first in the low half (unpackHalf2x16)
-            weight = weight.astype(np.float16).view(np.float32)
-        self.weight_data_gpu = VkMat()
-        cmd.record_upload(Mat(weight), self.weight_data_gpu, opt)
+            weight = self._weight_halves if self._weight_halves is not None else weight.astype(np.float16)
+        self._weight_halves = None
+        if groups * 4 != self.num_output:
+            padded = np.zeros((groups * 4, weight.shape[1]), weight.dtype)
+            padded[: self.num_output] = weight
+            weight = padded
+        # [groups * 4][num_input] -> [num_input][groups][4]
+        self.weight_data_gpu = upload_weights(cmd, weight.T, opt)
         if self._bias is not None:
             bias = np.zeros(groups * 4, np.float32)
             bias[: self.num_output] = self._bias
-            self.bias_data_gpu = VkMat()
-            cmd.record_upload(Mat(bias), self.bias_data_gpu, opt)
+            self.bias_data_gpu = upload_weights(cmd, bias, opt)
         return 0
 
     def release_gpu_data(self) -> None:
