@@ -78,3 +78,60 @@ def test_wrong_input_size_fails(caplog):
         ret, _ = run_net_gpu(param, make_bin(weights), [x], 1, **GPU_GRID["fp32-pack"])
     assert ret != 0
     assert "weights expect" in caplog.text
+
+
+# -- the split-K form (GPUs; forced here on lavapipe) -----------------------------------------
+@pytest.fixture
+def splitk(monkeypatch):
+    """Every InnerProduct of the test takes innerproduct_splitk.comp for its 1-row form, and
+    the test fails unless it really ran."""
+    from ncnn_c.layer.vulkan import innerproduct_vulkan
+
+    monkeypatch.setenv("NCNN_C_IP_SPLITK", "always")
+    ran = []
+    real = innerproduct_vulkan.InnerProduct_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        ran.append(self.pipeline_innerproduct_splitk is not None)
+        return real(self, bottom, top, cmd, opt)
+
+    monkeypatch.setattr(innerproduct_vulkan.InnerProduct_vulkan, "forward_vk", spy)
+    yield ran
+    assert ran and all(ran), "the split-K pipeline did not run"
+
+
+# lengths around the 4-values-per-step loop and the 32 K lanes; outputs around the 8-vec4 group
+@pytest.mark.parametrize(
+    "shape,num_output",
+    [((1,), 1), ((31,), 3), ((33,), 33), ((128,), 8), ((4, 13, 17), 64), ((9, 6), 5), ((8, 3, 2, 5), 12)],
+    ids=str,
+)
+def test_splitk(splitk, shape, num_output):
+    params, weights, inputs = _case(shape, num_output, num_output % 2 == 1, key="splitk")
+    check_layer_gpu(
+        "InnerProduct", params, weights, inputs, grid=["fp32", "fp32-pack", "fp16s-pack", "fp16sa"]
+    )
+
+
+@pytest.mark.parametrize("act,act_params", ACTIVATIONS)
+def test_splitk_activation(splitk, act, act_params):
+    extra = {9: act, **({10: act_params} if act_params else {})}
+    params, weights, inputs = _case((16, 5, 5), 36, extra=extra, key="splitk-act")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16sa"])
+
+
+def test_splitk_long_input_and_fp16_weights(splitk):
+    params, weights, inputs = _case((512, 7, 7), 100, key="splitk-long")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16s-pack"])
+    params, weights, inputs = _case((64, 3, 3), 40, fp16=True, key="splitk-fp16")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32", "fp16sa-pack"])
+
+
+def test_splitk_policy_is_checked(monkeypatch, caplog):
+    params, weights, inputs = _case((8,), 4)
+    param = make_param("InnerProduct", params, [inputs[0].shape], 1)
+    monkeypatch.setenv("NCNN_C_IP_SPLITK", "sometimes")
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, make_bin(weights), inputs, 1, **GPU_GRID["fp32"])
+    assert ret != 0
+    assert "NCNN_C_IP_SPLITK" in caplog.text

@@ -8,11 +8,20 @@ is made. Which form applies (batched rows or one flattened vector) is the CPU la
 The 1-D output is elempack 1 (a 1-D blob's scalars lie in the same order packed or not, so
 it is labelled elempack 4 when packing is on and num_output divides by 4); batched rows
 pack when their count divides by 4.
+
+On GPUs the 1-row form of a long dot product (num_input >= SPLITK_MIN_INPUT) runs
+innerproduct_splitk.comp instead: a work group of SPLITK_LANES invocations per 8 output
+vec4s, splitting num_input 32 ways and summing in shared memory. innerproduct.comp walks
+all num_input values in one invocation, which on an H200 left VGG16's 25088 -> 4096 layer
+with 1024 invocations for the whole GPU. CPU devices keep innerproduct.comp (one long walk
+per invocation is what llvmpipe's threads want). ``NCNN_C_IP_SPLITK=auto|always|never``
+overrides the choice (the tests force it on lavapipe).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +37,18 @@ log = logging.getLogger("ncnn_c")
 # how many entries of activation_params (param 10) each activation_type reads
 _ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
 
+# (output vec4s, K lanes) of one innerproduct_splitk.comp work group; K lanes a power of 2
+SPLITK_LANES = (8, 32)
+SPLITK_MIN_INPUT = 512
+
+
+def splitk_policy() -> str:
+    """ "auto", "always" or "never": NCNN_C_IP_SPLITK when set; ValueError for anything else."""
+    policy = os.environ.get("NCNN_C_IP_SPLITK", "").strip().lower() or "auto"
+    if policy not in ("auto", "always", "never"):
+        raise ValueError(f"NCNN_C_IP_SPLITK must be auto, always or never, not {policy!r}")
+    return policy
+
 
 class InnerProduct_vulkan(VulkanLayer, InnerProduct):
     def __init__(self) -> None:
@@ -35,6 +56,7 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self.support_fp16_storage = True
         self.support_packing = True
         self.pipeline_innerproduct = None
+        self.pipeline_innerproduct_splitk = None
         self.weight_data_gpu: VkMat | None = None
         self.bias_data_gpu: VkMat | None = None
         self._weight_fp16 = False
@@ -46,7 +68,23 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self._weight_fp16 = self._weights_fit_fp16()
         specs = [1 if self.bias_term else 0, self.activation_type, *act, int(self._weight_fp16)]
         self.pipeline_innerproduct = self.new_pipeline("innerproduct", opt, specs, LOCAL_1D)
-        return 0 if self.pipeline_innerproduct else -1
+        if self.pipeline_innerproduct is None:
+            return -1
+        try:
+            policy = splitk_policy()
+        except ValueError as e:
+            log.error("InnerProduct %r: %s", self.name, e)
+            return -1
+        assert self._weight is not None and self.vkdev is not None  # prepared above; a device
+        gpu = int(getattr(self.vkdev.info, "type", 0)) != 3  # not VK_PHYSICAL_DEVICE_TYPE_CPU
+        if policy == "always" or (policy == "auto" and gpu and self._weight.shape[1] >= SPLITK_MIN_INPUT):
+            local = (*SPLITK_LANES, 1)
+            self.pipeline_innerproduct_splitk = self.new_pipeline(
+                "innerproduct_splitk", opt, [*specs, *SPLITK_LANES], local
+            )
+            if self.pipeline_innerproduct_splitk is None:
+                return -1
+        return 0
 
     def _weights_fit_fp16(self) -> bool:
         """Whether every weight converts to fp16 and back unchanged (NaN and overflow never do);
@@ -123,8 +161,12 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
             return -100
         bias = self.bias_data_gpu if self.bias_data_gpu is not None else self.weight_data_gpu
         constants = [units, size, ustride, pk, rows, n, opk, batched]
+        bindings = [bottom, top, self.weight_data_gpu, bias]
+        if self.pipeline_innerproduct_splitk is not None and not batched:
+            lanes_g, lanes_k = SPLITK_LANES
+            grid = (-(-n // (4 * lanes_g)) * lanes_g, lanes_k, 1)
+            cmd.record_pipeline(self.pipeline_innerproduct_splitk, bindings, constants, grid)
+            return 0
         grid = (-(-n // 4), rows, 1)
-        cmd.record_pipeline(
-            self.pipeline_innerproduct, [bottom, top, self.weight_data_gpu, bias], constants, grid
-        )
+        cmd.record_pipeline(self.pipeline_innerproduct, bindings, constants, grid)
         return 0
