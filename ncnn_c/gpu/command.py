@@ -140,6 +140,24 @@ class VkCompute:
         self._copy(staging, dst, n)
         return staging.data.mapped_ptr, n
 
+    def record_staged_upload(self, dst: VkMat, fill, opt=None) -> None:
+        """Upload into ``dst`` (allocated) bytes that ``fill(view)`` writes into a numpy uint8
+        view of host memory: ``dst``'s own when it is host visible, else a staging buffer
+        copied to it on the GPU. Lets a caller repack straight into the upload memory."""
+        if dst.data is None:
+            return
+        n = dst.nbytes()
+        host = dst.host_view()
+        if host is not None:
+            fill(host)
+            self._keep.append(dst)
+            return
+        staging = VkMat()
+        staging.create_like(dst, self._staging_allocator(opt))
+        assert staging.data is not None and staging.data.mapped_ptr is not None
+        fill(_vk.host_view(staging.data.mapped_ptr, n))
+        self._copy(staging, dst, n)
+
     def record_download(self, src: VkMat, dst, opt=None) -> None:
         """Make ``dst`` (a Mat) a copy of ``src``; it holds the data after ``submit_and_wait()``."""
         if src.dims == 0 or src.data is None:

@@ -137,7 +137,7 @@ def test_innerproduct_fp16_weights_grid(num_output):
 
 def test_staged_upload_gives_the_same_bytes(monkeypatch):
     """Where device memory is not host visible (a discrete GPU), the repacked weights are
-    made contiguous and handed to record_upload (which stages them there): the same bytes
+    repacked into a staging buffer and copied on the GPU: the same bytes
     as the direct write into mapped memory. Lavapipe's memory is mapped, so the test hides
     that from upload_weights."""
     from ncnn_c.gpu.vkmat import VkMat
@@ -150,7 +150,13 @@ def test_staged_upload_gives_the_same_bytes(monkeypatch):
     direct = _words(layer.weight_data_gpu), _words(layer.bias_data_gpu)
     net.clear()
     monkeypatch.setattr(VkMat, "host_view", lambda self: None)
+    from ncnn_c.gpu.command import VkCompute
+
+    copies = []
+    real_copy = VkCompute._copy
+    monkeypatch.setattr(VkCompute, "_copy", lambda self, *a: (copies.append(a[2]), real_copy(self, *a)))
     net, layer = _gpu_net("Convolution", params, weights, (8, 9, 9))
+    assert len(copies) >= 2, "the weights and bias did not go through staging buffers"
     staged = _words(layer.weight_data_gpu), _words(layer.bias_data_gpu)
     net.clear()
     for a, b in zip(direct, staged, strict=True):

@@ -253,11 +253,9 @@ def fp16_exact(weights: np.ndarray) -> np.ndarray | None:
 def upload_weights(cmd, array: np.ndarray, opt) -> VkMat:
     """Record the upload of ``array`` (float32, or float16 of an even count: pairs of halves
     per 32-bit word, the first in the low half) as a 1-D VkMat of 32-bit words in ``array``'s
-    C order. ``array`` may be any strided view (a transposition): on host-visible memory
-    (unified, lavapipe) the repack is the one copy into the mapped buffer; otherwise it is
-    made contiguous and staged by ``record_upload``."""
+    C order. ``array`` may be any strided view (a transposition): the repack is the one copy
+    into the mapped buffer (host visible, as on lavapipe) or into the staging buffer."""
     from ...gpu.vkmat import VkMat
-    from ...mat import Mat
 
     if array.dtype not in (np.float32, np.float16) or (array.size * array.itemsize) % 4:
         raise ValueError(f"upload_weights: {array.dtype} x {array.size} is not a whole number of words")
@@ -267,16 +265,11 @@ def upload_weights(cmd, array: np.ndarray, opt) -> VkMat:
         return dst
     allocator = getattr(opt, "blob_vkallocator", None) or cmd.vkdev.default_blob_allocator
     dst.create(words, elemsize=4, elempack=1, allocator=allocator)
-    host = dst.host_view()
-    if host is not None:
-        # host visible: writing the mapped memory is the upload (record_upload does the same)
-        _repack(host[: words * 4].view(array.dtype).reshape(array.shape), array)
-        return dst
-    flat = np.empty(array.shape, array.dtype)
-    _repack(flat, array)
-    flat = flat.reshape(-1).view(np.float32)
-    src = Mat.from_external(flat.ctypes.data, words, elemsize=4, owner=flat)
-    cmd.record_upload(src, dst, opt)
+
+    def fill(view: np.ndarray) -> None:
+        _repack(view[: words * 4].view(array.dtype).reshape(array.shape), array)
+
+    cmd.record_staged_upload(dst, fill, opt)
     return dst
 
 
