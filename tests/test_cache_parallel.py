@@ -136,6 +136,8 @@ class _Probe(ncnn.Layer):
 
     seen: list = []
     fail: set = set()
+    uploads: list = []
+    fail_upload: set = set()
     lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -148,6 +150,11 @@ class _Probe(ncnn.Layer):
         with _Probe.lock:
             _Probe.seen.append((self.name, threading.current_thread().name, self.vkdev is not None))
         return -1 if self.name in _Probe.fail else 0
+
+    def upload_model(self, cmd, opt) -> int:
+        with _Probe.lock:
+            _Probe.uploads.append((self.name, threading.current_thread().name, id(cmd)))
+        return -1 if self.name in _Probe.fail_upload else 0
 
     def forward_inplace(self, bottom_top, opt) -> int:
         return 0
@@ -169,9 +176,9 @@ def _probe_net(threads) -> ncnn.Net:
 
 @pytest.fixture
 def probe():
-    _Probe.seen, _Probe.fail = [], set()
+    _Probe.seen, _Probe.fail, _Probe.uploads, _Probe.fail_upload = [], set(), [], set()
     yield _Probe
-    _Probe.seen, _Probe.fail = [], set()
+    _Probe.seen, _Probe.fail, _Probe.uploads, _Probe.fail_upload = [], set(), [], set()
 
 
 def test_pool_threads_create_the_gpu_layers(probe):
@@ -302,3 +309,28 @@ def test_a_failed_build_is_retried_by_the_waiters_and_leaks_nothing():
         assert cache.size() == 1
     finally:
         cache.destroy()
+
+
+def test_weights_upload_on_the_pool_with_a_command_buffer_per_thread(probe):
+    net = _probe_net(3)
+    assert net.load_model(ncnn.DataReaderFromEmpty()) == 0
+    assert sorted(n for n, _, _ in probe.uploads) == [f"p{i}" for i in range(6)]
+    by_thread: dict = {}
+    for _, thread, cmd in probe.uploads:
+        assert thread.startswith("ncnn_c-upload")
+        by_thread.setdefault(thread, set()).add(cmd)
+    # one VkCompute per worker, never shared between workers
+    assert all(len(cmds) == 1 for cmds in by_thread.values())
+    assert len({c for cmds in by_thread.values() for c in cmds}) == len(by_thread)
+    net.clear()
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_first_failing_upload_in_order_is_reported(probe, caplog, threads):
+    probe.fail_upload = {"p5", "p1"}
+    net = _probe_net(threads)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        assert net.load_model(ncnn.DataReaderFromEmpty()) != 0
+    lines = [r.getMessage() for r in caplog.records if "upload_model failed" in r.getMessage()]
+    assert len(lines) == 1 and "p1" in lines[0], lines
+    net.clear()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .. import layer as layer_mod
@@ -335,21 +336,60 @@ class Net:
             return -1
 
         if gpu is not None:
-            cmd = gpu.VkCompute(self._vkdev)
-            for i, layer in enumerate(self._layers):
-                if layer.vkdev is None:
-                    continue
-                ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
-                if ret != 0:
-                    log.error("load_model: %s upload_model failed (%s)", desc(i, layer), ret)
-                    return -1
-            ret = cmd.submit_and_wait()
-            if ret != 0:
-                log.error("load_model: uploading weights to the GPU failed (%d)", ret)
+            if self._upload_weights(gpu, threads) != 0:
                 return -1
             if vulkan_forward.create_layout_pipeline(self) != 0:
                 return -1
         self._gpu_ready = use_vk
+        return 0
+
+    def _upload_weights(self, gpu, threads: int) -> int:
+        """upload_model of every GPU layer, then one submit per command buffer used.
+
+        With more than one thread (the same decision as pipeline creation: a discrete GPU),
+        layers upload on a thread pool, each worker recording into a VkCompute of its own:
+        the weight repacks (numpy, GIL released) overlap. Failures are reported in layer order.
+        """
+        layers = [(i, layer) for i, layer in enumerate(self._layers) if layer.vkdev is not None]
+        cmds: list = []
+        results: dict[int, object] = {}
+        if threads > 1 and len(layers) >= 4:
+            local = threading.local()
+            cmds_lock = threading.Lock()
+
+            def upload(layer):
+                cmd = getattr(local, "cmd", None)
+                if cmd is None:
+                    cmd = local.cmd = gpu.VkCompute(self._vkdev)
+                    with cmds_lock:
+                        cmds.append(cmd)
+                return call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-upload") as pool:
+                futures = {i: pool.submit(upload, layer) for i, layer in layers}
+                for i, fut in futures.items():
+                    results[i] = fut.result()
+        else:
+            cmd = gpu.VkCompute(self._vkdev)
+            cmds.append(cmd)
+            for i, layer in layers:
+                results[i] = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+                if results[i] != 0:
+                    break
+        failed = next(((i, r) for i, r in sorted(results.items()) if r != 0), None)
+        ret = 0
+        for cmd in cmds:
+            if failed is None and ret == 0:
+                ret = cmd.submit_and_wait()
+            else:
+                cmd.reset()  # nothing of a failed load is submitted
+        if failed is not None:
+            i, r = failed
+            log.error("load_model: %s upload_model failed (%s)", desc(i, self._layers[i]), r)
+            return -1
+        if ret != 0:
+            log.error("load_model: uploading weights to the GPU failed (%d)", ret)
+            return -1
         return 0
 
     def _pipeline_threads(self, gpu_layers: int) -> int:
