@@ -497,14 +497,11 @@ def check_layer_gpu(
         assert len(got) == len(ref)
         fp16 = bool(flags.get("use_fp16_storage") or flags.get("use_fp16_arithmetic"))
         tol = tol_fp16 if fp16 else tol_fp32
+        pairs = [_fp16_compare(g, r) if fp16 else (g, r) for g, r in zip(got, ref, strict=True)]
         errs[name] = max(
             (
-                assert_close(
-                    *(_fp16_compare(g, r) if fp16 else (g, r)),
-                    tol,
-                    f"{layer_type} GPU {name} out{i} {params}",
-                )
-                for i, (g, r) in enumerate(zip(got, ref, strict=True))
+                assert_close(g, r, tol, f"{layer_type} GPU {name} out{i} {params}")
+                for i, (g, r) in enumerate(pairs)
             ),
             default=0.0,
         )

@@ -1,7 +1,8 @@
 """Whole networks against the PyPI ncnn: every benchmark network and SqueezeNet.
 
 Benchmark networks ship without weights: ``ncnn_c.tools.randbin`` writes deterministic
-random ones in ncnn's layout (fp32, and fp16-tagged for a few networks), and both libraries
+random ones in ncnn's layout (fp32, and fp16-tagged for a few networks), calibrated layer by
+layer so that activations stay near RMS 1 (inside fp16's range too), and both libraries
 run the same .param/.bin on the same input. Every output blob of the network is compared:
 relative L2 error <= 1e-4, top-1 equal on classifiers, and for detection outputs the same
 boxes (IoU >= 0.99), classes and scores.
@@ -62,7 +63,9 @@ def parse_param(path: pathlib.Path):
 
 @functools.lru_cache(maxsize=4)
 def weights(param: str, fp16: bool) -> bytes:
-    return random_weights(param, seed=7, fp16=fp16)
+    # calibrated on an input of the shape the tests feed
+    shape = INPUT_SHAPES.get(pathlib.Path(param).stem, (3, 224, 224))
+    return random_weights(param, seed=7, fp16=fp16, input_shape=shape)
 
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -262,6 +265,57 @@ def test_randbin_command(tmp_path):
         check=False,
     )
     assert r.returncode == 1 and "missing.param" in r.stderr
+    fastestdet = str(BENCH / "FastestDet.param")
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncnn_c.tools.randbin",
+            fastestdet,
+            str(out),
+            "--seed",
+            "7",
+            "--shape",
+            "3,352,352",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == weights(fastestdet, False)
+    r = subprocess.run(
+        [sys.executable, "-m", "ncnn_c.tools.randbin", fastestdet, str(out), "--shape", "3,352"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 2 and "--shape" in r.stderr
+
+
+# the networks whose uncalibrated random weights passed fp16's 65504 (BlazeFace's residual
+# sums reached 8e4, ShuffleNet's and Yolo-Fastest's too) or fed EfficientNetV2's
+# squeeze-excite gates logits in the hundreds
+@pytest.mark.parametrize("model", ["blazeface", "shufflenet", "yolo-fastest-1.1", "efficientnetv2_b0"])
+def test_random_weights_keep_every_activation_in_a_sane_range(model):
+    param = BENCH / f"{model}.param"
+    text = param.read_text()
+    inputs, _ = parse_param(param)
+    blobs = []
+    for line in text.split("\n")[2:]:
+        tok = line.split()
+        if len(tok) >= 4 and tok[0] not in ("Input", "Noop", "Split", "MemoryData") + tuple(DETECTION_TYPES):
+            nb, nt = int(tok[2]), int(tok[3])
+            blobs += tok[4 + nb : 4 + nb + nt]
+    arrays = [np.random.default_rng(0).standard_normal(shape).astype(np.float32) for _, shape in inputs]
+    ret, outs = run_ncnn(text, weights(str(param), False), arrays, len(blobs), [n for n, _ in inputs], blobs)
+    assert ret == 0
+    rms = [float(np.sqrt(np.mean(np.square(o, dtype=np.float64)))) for o in outs]
+    peaks = [float(np.max(np.abs(o))) for o in outs]
+    # the oracle itself: fp32 activations far inside fp16's range, none dead
+    assert all(np.all(np.isfinite(o)) for o in outs)
+    assert max(peaks) < 100, f"{model}: peak {max(peaks):.3g} at {blobs[int(np.argmax(peaks))]}"
+    assert min(rms) > 1e-3, f"{model}: RMS {min(rms):.3g} at {blobs[int(np.argmin(rms))]}"
 
 
 @pytest.mark.parametrize(

@@ -40,51 +40,20 @@ def test_network_vulkan_fp32(model):
     compare_network(param, weights(str(param), False), tol=1e-3, use_vulkan=True)
 
 
-# With random weights these networks leave fp16's range in fp32 already: the oracle's own
-# activations pass 65504, so any fp16 run (ncnn's included) gets inf. A test below checks
-# that this still holds for each; better-scaled random weights would bring them back (issue 6).
-FP16_OUT_OF_RANGE = {"blazeface", "shufflenet", "yolo-fastest-1.1"}
-# EfficientNetV2-B0 measured 4.2e-2 on lavapipe: fp16 storage rounds the blobs between its
-# 16 squeeze-excite gates (sigmoid products of random-weight activations), and the error
-# compounds; fp32 options give <= 1e-3 on it. Left at 5e-2 until the fp16 paths keep those
-# gates in fp32 (issue 6).
-NET_FP16_TOL = {"efficientnetv2_b0": 5e-2}
-
-
-@pytest.mark.parametrize("model", [_param(m) for m in BENCH_MODELS if m not in FP16_OUT_OF_RANGE])
+@pytest.mark.parametrize("model", [_param(m) for m in BENCH_MODELS])
 def test_network_vulkan_default_options(model):
+    # every network within 2e-2: randbin's calibrated weights keep activations near RMS 1, so
+    # fp16 storage and arithmetic cost ~1e-3 (measured <= 4.0e-3 on lavapipe, FastestDet and
+    # Yolo-Fastest the largest; <= 6.9e-3 with lavapipe posing as a discrete GPU, where the
+    # convolutions run fp16 arithmetic too)
     param = BENCH / f"{model}.param"
-    tol = NET_FP16_TOL.get(model, 2e-2)
     # a detection network is compared at its heads: the post-processing runs on the CPU (the
     # same code test_networks.py checks detection by detection in fp32), and with fp16 heads
-    # its thresholds and NMS legitimately keep a different set of the thousands of borderline
-    # boxes random weights make
+    # its thresholds and NMS legitimately keep a different set of the borderline boxes
     heads = detection_heads(param.read_text()) or None
-    compare_network(param, weights(str(param), False), tol=tol, use_vulkan=True, outputs=heads, **DEFAULT_GPU)
-
-
-@pytest.mark.parametrize("model", sorted(FP16_OUT_OF_RANGE))
-def test_networks_left_out_of_the_fp16_comparison_still_qualify(model):
-    import numpy as np
-    from oracle import run_ncnn_isolated
-    from test_networks import parse_param
-
-    param = BENCH / f"{model}.param"
-    text = param.read_text()
-    inputs, outputs = parse_param(param)
-    arrays = [np.random.default_rng(0).standard_normal(shape).astype(np.float32) for _, shape in inputs]
-    blobs = []
-    for line in text.split("\n")[2:]:
-        tok = line.split()
-        if len(tok) >= 4 and tok[0] not in ("Input", "Noop"):
-            nb, nt = int(tok[2]), int(tok[3])
-            blobs += tok[4 + nb : 4 + nb + nt]
-    ret, outs = run_ncnn_isolated(
-        text, weights(str(param), False), arrays, len(blobs), [n for n, _ in inputs], blobs
+    compare_network(
+        param, weights(str(param), False), tol=2e-2, use_vulkan=True, outputs=heads, **DEFAULT_GPU
     )
-    assert ret == 0
-    peak = max(float(np.max(np.abs(o[np.isfinite(o)]), initial=0.0)) for o in outs)
-    assert peak > 65504 or any(not np.all(np.isfinite(o)) for o in outs), f"{model}: peak {peak}"
 
 
 def test_squeezenet_real_weights_vulkan_default_options():

@@ -1,6 +1,6 @@
 """Deterministic random weights for a .param that ships without its .bin.
 
-``python -m ncnn_c.tools.randbin MODEL.param OUT.bin [--seed N] [--fp16]``
+``python -m ncnn_c.tools.randbin MODEL.param OUT.bin [--seed N] [--fp16] [--shape C,H,W]``
 
 The weight layout is the one the layers read: every layer of the network is loaded from
 the .param, then its ``load_model`` pulls its blobs from a recording ModelBin, which hands
@@ -10,9 +10,18 @@ every blob 4-byte aligned). So the file fits our loader by construction, and the
 ``ncnn`` reading the same file checks that the layout is ncnn's.
 
 Random weights must keep activations in a sane range over fifty layers, or a comparison
-proves nothing (everything 0 or inf agrees trivially): weight blobs get He-scaled normal
-values (variance 2 / fan_in, fan_in = values per output), biases and shifts are small,
-scales and variances sit near 1, so each layer roughly preserves the variance it gets.
+proves nothing (everything 0 or inf agrees trivially), and fp16 runs need them inside
+fp16's range. Weight blobs start He-scaled (variance 2 / fan_in, fan_in = values per
+output), biases and shifts small, scales and variances near 1. That alone does not hold
+the scale: residual sums, per-channel MemoryData adds and linear depthwise layers grow it
+geometrically (BlazeFace passed 65504, EfficientNetV2's squeeze-excite gates saw logits
+in the hundreds). So the weights are then calibrated, layer by layer in network order
+(the LSUV idea): one fp32 CPU forward on a standard-normal input, where each layer of the
+convolution family and InnerProduct has its weights and bias multiplied by a factor that
+brings its output *before* the fused activation to RMS 1 (RMS 3 for the heads a
+detection layer reads; the factor is a power of 2^(1/4), so the bytes do not hang on the
+last bit of a sum). Every later layer sees calibrated inputs, so one pass suffices. Inputs
+without a shape in the .param take ``input_shape`` (``--shape``, default 3x224x224).
 """
 
 from __future__ import annotations
@@ -56,19 +65,41 @@ _ROLES: dict[str, tuple[str, ...]] = {
 _GAIN = 2.0
 
 
-class _RecordingModelBin(ModelBin):
-    """Hands out random blobs for one layer and appends each one, as stored, to ``out``."""
+# layers whose output scales with their weight and bias blobs (before the fused activation)
+_CALIBRATED = frozenset(
+    (
+        "Convolution",
+        "ConvolutionDepthWise",
+        "Convolution1D",
+        "Deconvolution",
+        "DeconvolutionDepthWise",
+        "InnerProduct",
+    )
+)
+# calibration factors are powers of 2^(1/_STEPS)
+_STEPS = 4
+# a detection layer thresholds sigmoid/softmax scores of its heads: logits of RMS 1 leave
+# almost nothing above its threshold (MobileNet-YOLO kept 2 boxes), RMS 3 a few hundred
+_DETECTION_TYPES = frozenset(("DetectionOutput", "Yolov3DetectionOutput", "YoloDetectionOutput"))
+_HEAD_RMS = 3.0
+_DEFAULT_SHAPE = (3, 224, 224)
 
-    def __init__(self, layer, gen: np.random.Generator, fp16: bool, out: io.BytesIO) -> None:
+
+class _RecordingModelBin(ModelBin):
+    """Hands out random blobs for one layer and records each one (values, type, role)."""
+
+    def __init__(self, layer, gen: np.random.Generator, fp16: bool, blobs: list) -> None:
         self.layer = layer
         self.gen = gen
         self.fp16 = fp16
-        self.out = out
+        self.blobs = blobs
         self.count = 0
 
-    def _values(self, n: int) -> np.ndarray:
+    def _role(self) -> str:
         roles = _ROLES.get(self.layer.type, ())
-        role = roles[self.count] if self.count < len(roles) else "data"
+        return roles[self.count] if self.count < len(roles) else "data"
+
+    def _values(self, n: int, role: str) -> np.ndarray:
         g = self.gen
         if role == "weight":
             outputs = max(1, int(getattr(self.layer, "num_output", 0) or 0))
@@ -90,35 +121,159 @@ class _RecordingModelBin(ModelBin):
                 "randbin: %s %r asks for %d values of type %d", self.layer.type, self.layer.name, w, type_
             )
             return Mat()
-        values = self._values(w).astype(np.float32)
+        role = self._role()
+        values = self._values(w, role).astype(np.float32)
         self.count += 1
-        if type_ == 1:
-            self.out.write(values.astype("<f4").tobytes())
-        elif self.fp16:
+        self.blobs.append((values, type_, role))
+        if type_ == 0 and self.fp16:
             # the layer sees what the file holds: the values rounded to half
             values = values.astype(np.float16).astype(np.float32)
-            self.out.write(struct.pack("<I", FP16_TAG) + values.astype("<f2").tobytes())
-        else:
-            self.out.write(struct.pack("<I", 0) + values.astype("<f4").tobytes())
-        self.out.write(b"\0" * (-self.out.tell() % 4))
         if w == 0:
             return Mat()
         return Mat.from_tensor(values)
 
 
-def random_weights(param_path: str, seed: int = 0, fp16: bool = False) -> bytes:
-    """The .bin bytes for ``param_path``; raises ValueError naming the layer that cannot load."""
+def _write_blob(out: io.BytesIO, values: np.ndarray, type_: int, fp16: bool) -> None:
+    """One blob as ncnn stores it: type 1 raw fp32, type 0 flagged fp32 or fp16; 4-byte aligned."""
+    if type_ == 1:
+        out.write(values.astype("<f4").tobytes())
+    elif fp16:
+        out.write(struct.pack("<I", FP16_TAG) + values.astype("<f2").tobytes())
+    else:
+        out.write(struct.pack("<I", 0) + values.astype("<f4").tobytes())
+    out.write(b"\0" * (-out.tell() % 4))
+
+
+def _quantized_gain(rms: float, target: float = 1.0) -> float:
+    """target / rms rounded to a power of 2^(1/_STEPS); 1 when rms says nothing (0, inf, nan)."""
+    if not np.isfinite(rms) or rms <= 0:
+        return 1.0
+    return float(2.0 ** (round(np.log2(target / rms) * _STEPS) / _STEPS))
+
+
+def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, float]:
+    """The weight factor of each calibrated layer (by index), from one fp32 CPU forward.
+
+    Layers run in .param order (ncnn's files list producers first) on numpy-backed Mats; a
+    calibrated layer runs without its fused activation, its output is rescaled by the
+    factor (exactly what scaled weights and bias give) and then activated, so no layer runs
+    twice. Layers nothing later reads are skipped (unless calibrated), blobs are dropped
+    after their last consumer.
+    """
+    from ..layer.convolution import activation_values, fused_activation
+    from ..option import Option
+
+    opt = Option()
+    opt.use_vulkan_compute = False
+    opt.use_packing_layout = False
+    opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
+    opt.use_bf16_storage = False
+    opt.lightmode = False
+    # one thread: np.errstate below is per thread
+    opt.num_threads = 1
+    layers = net.layers()
+    last_use: dict[int, int] = {}
+    heads: set[int] = set()
+    for li, layer in enumerate(layers):
+        for b in layer.bottoms:
+            last_use[b] = li
+        if layer.type in _DETECTION_TYPES:
+            heads.update(layer.bottoms)
+    gen = np.random.default_rng([seed, 1])
+    mats: dict[int, Mat] = {}
+    gains: dict[int, float] = {}
+    # layers add whole padded channel storage (Eltwise), whose gaps hold whatever the
+    # allocator left there: overflow there is noise, not a calibration error
+    with np.errstate(over="ignore", invalid="ignore"):
+        for li, layer in enumerate(layers):
+            if layer.type == "Input":
+                dims = (int(layer.c), int(layer.h), int(layer.w))
+                shape = dims if all(d > 0 for d in dims) else input_shape
+                for t in layer.tops:
+                    mats[t] = Mat.from_tensor(gen.standard_normal(shape).astype(np.float32))
+                continue
+            if any(b not in mats for b in layer.bottoms):
+                raise ValueError(f"layer {layer.type} {layer.name!r} reads a blob no earlier layer makes")
+            calibrated = layer.type in _CALIBRATED and hasattr(layer, "activation_type")
+            if not calibrated and not any(t in last_use for t in layer.tops):
+                continue  # an output (or a Noop gathering outputs): nothing later depends on it
+            activation = int(layer.activation_type) if calibrated else 0
+            if calibrated:
+                layer.activation_type = 0
+            try:
+                if layer.create_pipeline(opt) != 0:
+                    raise ValueError(f"layer {layer.type} {layer.name!r}: create_pipeline failed")
+                if layer.one_blob_only:
+                    tops = [Mat()]
+                    ret = layer.forward(mats[layer.bottoms[0]], tops[0], opt)
+                else:
+                    tops = [Mat() for _ in layer.tops]
+                    ret = layer.forward([mats[b] for b in layer.bottoms], tops, opt)
+            except ValueError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a layer's failure becomes randbin's error
+                raise ValueError(f"layer {layer.type} {layer.name!r} raised {type(e).__name__}: {e}") from e
+            finally:
+                if calibrated:
+                    layer.activation_type = activation
+            if ret != 0:
+                raise ValueError(f"layer {layer.type} {layer.name!r} failed in the calibration forward")
+            if calibrated:
+                pre = np.array(tops[0].numpy(), dtype=np.float32)
+                rms = float(np.sqrt(np.mean(np.square(pre, dtype=np.float64))))
+                gain = _quantized_gain(rms, _HEAD_RMS if layer.tops[0] in heads else 1.0)
+                gains[li] = gain
+                pre *= np.float32(gain)
+                fused_activation(
+                    pre, activation, activation_values(getattr(layer, "activation_params", None))
+                )
+                tops = [Mat.from_tensor(pre)]
+            for t, m in zip(layer.tops, tops, strict=False):
+                if t in last_use:
+                    mats[t] = m
+            for b in layer.bottoms:
+                if last_use.get(b) == li:
+                    del mats[b]
+    return gains
+
+
+def random_weights(
+    param_path: str,
+    seed: int = 0,
+    fp16: bool = False,
+    input_shape: tuple[int, int, int] = _DEFAULT_SHAPE,
+) -> bytes:
+    """The .bin bytes for ``param_path``; raises ValueError naming the layer that cannot load.
+
+    ``input_shape`` (c, h, w) is the calibration input of an Input layer whose shape the
+    .param leaves out."""
     from ..net import Net
 
     net = Net()
     if net.load_param(param_path) != 0:
         raise ValueError(f"{param_path}: load_param failed (see the log)")
-    out = io.BytesIO()
     gen = np.random.default_rng(seed)
+    blobs: list[list] = []
     for layer in net.layers():
-        mb = _RecordingModelBin(layer, gen, fp16, out)
+        blobs.append([])
+        mb = _RecordingModelBin(layer, gen, fp16, blobs[-1])
         if layer.load_model(mb) != 0:
             raise ValueError(f"{param_path}: layer {layer.type} {layer.name!r} failed to load its weights")
+    try:
+        gains = _calibrate(net, seed, input_shape)
+    except ValueError as e:
+        shape = ",".join(map(str, input_shape))
+        raise ValueError(
+            f"{param_path}: {e} (calibration inputs without a shape in the .param were {shape}; "
+            "--shape / input_shape sets another)"
+        ) from None
+    out = io.BytesIO()
+    for li, layer_blobs in enumerate(blobs):
+        gain = np.float32(gains.get(li, 1.0))
+        for values, type_, role in layer_blobs:
+            if role in ("weight", "bias") and li in gains:
+                values = values * gain
+            _write_blob(out, values, type_, fp16)
     return out.getvalue()
 
 
@@ -131,10 +286,22 @@ def main(argv=None) -> int:
     ap.add_argument("out", help="the .bin to write")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("--fp16", action="store_true", help="store flagged weights as fp16, as ncnn2table does")
+    ap.add_argument(
+        "--shape",
+        default="3,224,224",
+        help="C,H,W of the calibration input where the .param gives none (default 3,224,224)",
+    )
     args = ap.parse_args(argv)
+    try:
+        shape = tuple(int(v) for v in args.shape.split(","))
+        if len(shape) != 3 or min(shape) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"randbin: --shape wants three positive integers C,H,W, got {args.shape!r}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
-        data = random_weights(args.param, args.seed, args.fp16)
+        data = random_weights(args.param, args.seed, args.fp16, shape)
     except (ValueError, OSError) as e:
         print(f"randbin: {e}", file=sys.stderr)
         return 1

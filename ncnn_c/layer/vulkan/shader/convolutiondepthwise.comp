@@ -96,8 +96,9 @@ void main()
     if (ox >= p.outw || gy >= p.outh || gz >= p.c)
         return;
 
-    TYPE sum[tile_w];
-    const TYPE b = bias_term == 1 ? TYPE(bias_data[gz]) : TYPE(0.f);
+    // products in afp, the running sums in fp32 (docs/gpu-layers.md section 5)
+    float sum[tile_w];
+    const float b = bias_term == 1 ? bias_data[gz] : 0.f;
     for (int i = 0; i < tile_w; i++)
         sum[i] = b;
 
@@ -128,7 +129,7 @@ void main()
         {
             const TYPE k = TYPE(weight_data[wi + kx]);
             for (int i = 0; i < tile_w; i++)
-                sum[i] += row[i * stride_w + kx * dilation_w] * k;
+                sum[i] += float(row[i * stride_w + kx * dilation_w] * k);
         }
         wi += kernel_w;
     }
@@ -137,6 +138,6 @@ void main()
     for (int i = 0; i < tile_w; i++)
     {
         if (ox + i < p.outw)
-            STORE(i0 + i, sum[i]);
+            STORE(i0 + i, afp(sum[i]));
     }
 }

@@ -99,8 +99,10 @@ void main()
     if (oy >= p.outh || gy >= vec4s || gz * p.outc_g >= p.outc)
         return;
 
-    afpvec4 sum[tile_w];
-    const afpvec4 b = bias_term == 1 ? afpvec4(bias_data[gz * vec4s + gy]) : afpvec4(0.f);
+    // products in afp, the running sums in fp32 (docs/gpu-layers.md section 5): a group
+    // sums inc_g * kernel taps, too many for fp16
+    vec4 sum[tile_w];
+    const vec4 b = bias_term == 1 ? bias_data[gz * vec4s + gy] : vec4(0.f);
     for (int i = 0; i < tile_w; i++)
         sum[i] = b;
 
@@ -134,7 +136,7 @@ void main()
             {
                 const afpvec4 k = afpvec4(weight_data[wi + kx]);
                 for (int i = 0; i < tile_w; i++)
-                    sum[i] += row[i * stride_w + kx * dilation_w] * k;
+                    sum[i] += vec4(row[i * stride_w + kx * dilation_w] * k);
             }
             wi += kernel_w;
         }
@@ -146,7 +148,7 @@ void main()
     {
         if (ox + i >= p.outw)
             continue;
-        const afpvec4 v = activation(sum[i]);
+        const afpvec4 v = activation(afpvec4(sum[i]));
         if (gy * 4 < p.outc_g)
             buffer_st1(top_blob_data, co * p.outcstep + i0 + i, v.x);
         if (gy * 4 + 1 < p.outc_g)
