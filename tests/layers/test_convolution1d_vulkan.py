@@ -1,29 +1,19 @@
 """Convolution1D on the GPU over the option grid: every pad form, stride, dilation, bias,
-activations, and channel/output counts divisible by 4 and not."""
+activations (test_convolution1d.py's geometry and cases), and channel/output counts
+divisible by 4 and not."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from oracle import check_layer_gpu, randn, rng
+from oracle import check_layer_gpu
+from test_convolution1d import GEOMETRY, conv1d_case, with_activation
 
 from ncnn_c.layer.vulkan.convolution1d_vulkan import Convolution1D_vulkan
 
 pytestmark = pytest.mark.gpu
 
-GEOMETRY = [
-    ({1: 1}, 4, 9),
-    ({1: 3}, 4, 20),
-    ({1: 3, 4: 1}, 8, 20),
-    ({1: 4, 3: 2, 2: 2}, 3, 17),  # strided, dilated
-    ({1: 3, 4: 2, 15: 0, 18: -0.5}, 3, 11),  # asymmetric pads, pad_value
-    ({1: 4, 3: 2, 4: -233}, 3, 17),  # SAME_UPPER
-    ({1: 4, 3: 3, 4: -234}, 3, 17),  # SAME_LOWER
-    ({1: 2, 3: 3, 4: -233}, 3, 10),  # SAME with a negative total: no padding at all
-    ({1: 5, 4: 2}, 16, 227),
-    ({1: 3, 4: 1}, 5, 1),
-]
-ACTS = {0: None, 1: None, 2: [0.1], 3: [-0.5, 0.8], 4: None, 5: None, 6: [0.2, 0.5]}
+# the CPU test's geometry, plus 8 channels (packed) and a 1-long row
+GPU_GEOMETRY = GEOMETRY + [({1: 3, 4: 1}, 8, 20), ({1: 3, 4: 1}, 5, 1)]
 
 
 @pytest.fixture
@@ -42,20 +32,12 @@ def packs(monkeypatch):
 
 
 def _case(params, c, length, num_output, bias=True, act=0, grid=None):
-    g = rng("conv1d-gpu", sorted(params.items()), c, length, num_output, bias, act)
-    k = params[1]
-    weight = randn(g, (num_output, c, k), 1.0 / np.sqrt(c * k))
-    p = {**params, 0: num_output, 5: int(bias), 6: weight.size}
-    if act:
-        p[9] = act
-        if ACTS[act]:
-            p[10] = ACTS[act]
-    weights = [weight] + ([(randn(g, (num_output,)), 1)] if bias else [])
-    return check_layer_gpu("Convolution1D", p, weights, [randn(g, (c, length))], grid=grid)
+    p = with_activation({**params, 0: num_output}, act) if act else {**params, 0: num_output}
+    return check_layer_gpu("Convolution1D", *conv1d_case(p, c, length, bias), grid=grid)
 
 
 @pytest.mark.parametrize("num_output", [6, 8])
-@pytest.mark.parametrize("geom", GEOMETRY, ids=lambda g: str(g[0]) + f"-{g[1]}x{g[2]}")
+@pytest.mark.parametrize("geom", GPU_GEOMETRY, ids=lambda g: str(g[0]) + f"-{g[1]}x{g[2]}")
 def test_convolution1d_grid(geom, num_output, packs):
     params, c, length = geom
     _case(params, c, length, num_output)

@@ -14,7 +14,10 @@ U = -233
 SHAPES = [(7,), (64,), (7, 13), (16, 32), (1, 1, 1), (3, 7, 13), (16, 8, 8), (2, 3, 5, 7), (4, 6, 6, 6)]
 
 
-def _x(shape):
+# -- the cases, shared with test_crop_vulkan.py --------------------------------------------------
+
+
+def crop_input(shape):
     return randn(rng("crop", shape), shape)
 
 
@@ -24,23 +27,48 @@ def _ncnn_keys(dims):
     return {1: [w], 2: [h, w], 3: [c, h, w], 4: [c, d, h, w]}[dims]
 
 
+OFFSET_MODES = range(4)
+
+
+def offsets_params(shape, mode):
+    """The offset / out / far-offset params of one box on every axis of ``shape``."""
+    params = {}
+    for (k_off, k_out, k_off2), n in zip(_ncnn_keys(len(shape)), shape, strict=True):
+        off = min(1, n - 1)
+        if mode == 0:  # offset and an explicit size
+            params |= {k_off: off, k_out: max(1, n - off - 1)}
+        elif mode == 1:  # offset, size to the end
+            params |= {k_off: off, k_out: U}
+        elif mode == 2:  # both offsets, size unset
+            params |= {k_off: off // 2 if n > 2 else 0, k_off2: 1 if n > 2 else 0, k_out: U}
+        else:  # an oversize out is limited by the far offset
+            params |= {k_off: 0, k_out: n + 5, k_off2: 1 if n > 1 else 0}
+    return params
+
+
+def reference_offsets(shape, ref_shape):
+    """Offsets that fit a ``ref_shape`` reference blob inside ``shape``."""
+    dims = len(shape)
+    offs = {0: min(1, shape[-1] - 1)}
+    if dims >= 2:
+        offs[1] = min(2, shape[-2] - ref_shape[-2])
+    if dims >= 3:
+        offs[2] = shape[0] - ref_shape[0]
+    if dims == 4:
+        offs[13] = 1
+    return offs
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+_x = crop_input
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_offsets_and_sizes(shape):
     x = _x(shape)
-    keys = _ncnn_keys(len(shape))
-    for mode in range(4):
-        params = {}
-        for (k_off, k_out, k_off2), n in zip(keys, shape, strict=True):
-            off = min(1, n - 1)
-            if mode == 0:  # offset and an explicit size
-                params |= {k_off: off, k_out: max(1, n - off - 1)}
-            elif mode == 1:  # offset, size to the end
-                params |= {k_off: off, k_out: U}
-            elif mode == 2:  # both offsets, size unset
-                params |= {k_off: off // 2 if n > 2 else 0, k_off2: 1 if n > 2 else 0, k_out: U}
-            else:  # an oversize out is limited by the far offset
-                params |= {k_off: 0, k_out: n + 5, k_off2: 1 if n > 1 else 0}
-        check_layer("Crop", params, [], [x], tol=0)
+    for mode in OFFSET_MODES:
+        check_layer("Crop", offsets_params(shape, mode), [], [x], tol=0)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -68,17 +96,8 @@ def test_arrays_without_axes_and_several_axes():
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_reference_blob(shape):
-    x = _x(shape)
-    dims = len(shape)
     ref_shape = tuple(max(1, n - 2) for n in shape)
-    offs = {0: min(1, shape[-1] - 1)}
-    if dims >= 2:
-        offs[1] = min(2, shape[-2] - ref_shape[-2])
-    if dims >= 3:
-        offs[2] = shape[0] - ref_shape[0]
-    if dims == 4:
-        offs[13] = 1
-    check_layer("Crop", offs, [], [x, _x(ref_shape)], tol=0)
+    check_layer("Crop", reference_offsets(shape, ref_shape), [], [_x(shape), _x(ref_shape)], tol=0)
 
 
 def test_reference_of_lower_rank_keeps_channels():

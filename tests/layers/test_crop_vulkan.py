@@ -1,6 +1,6 @@
 """Crop on the GPU over the option grid: offsets + sizes, far offsets, starts/ends/axes on
 every axis, the reference-blob form, every rank, packed and unpacked channel counts, and
-boxes that do not fit."""
+boxes that do not fit. The box builders are test_crop.py's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer_gpu, make_bin, make_param, randn, rng, run_ncnn, run_net, run_net_gpu
+from oracle import check_layer_gpu, make_bin, make_param, run_ncnn, run_net, run_net_gpu
+from test_crop import OFFSET_MODES, U, crop_input, offsets_params, reference_offsets
 
 from ncnn_c.layer import create_layer_vulkan
 from ncnn_c.paramdict import ParamDict
@@ -21,7 +22,6 @@ def check(*args, **kwargs):
     return check_layer_gpu(*args, tol_fp32=0.0, **kwargs)
 
 
-U = -233
 FAST = ["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"]
 SHAPES = [
     (7,),
@@ -37,28 +37,13 @@ SHAPES = [
 ]
 
 
-def _x(shape):
-    return randn(rng("crop", shape), shape)
+_x = crop_input
 
 
-def _keys(dims):
-    w, h, d, c = (0, 3, 6), (1, 4, 7), (13, 14, 15), (2, 5, 8)
-    return {1: [w], 2: [h, w], 3: [c, h, w], 4: [c, d, h, w]}[dims]
-
-
-@pytest.mark.parametrize("mode", range(3))
+@pytest.mark.parametrize("mode", OFFSET_MODES[:3])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_offsets_and_sizes(shape, mode):
-    params = {}
-    for (k_off, k_out, k_off2), n in zip(_keys(len(shape)), shape, strict=True):
-        off = min(1, n - 1)
-        if mode == 0:
-            params |= {k_off: off, k_out: max(1, n - off - 1)}
-        elif mode == 1:
-            params |= {k_off: off, k_out: U}
-        else:
-            params |= {k_off: off // 2 if n > 2 else 0, k_off2: 1 if n > 2 else 0, k_out: U}
-    check("Crop", params, [], [_x(shape)])
+    check("Crop", offsets_params(shape, mode), [], [_x(shape)])
 
 
 @pytest.mark.parametrize("shape", [(13,), (12, 9), (8, 5, 7), (3, 7, 13), (8, 3, 5, 7)], ids=str)
@@ -80,18 +65,10 @@ def test_arrays_several_axes():
     "shape", [(13,), (7, 13), (3, 7, 13), (12, 6, 9), (2, 3, 5, 7), (8, 4, 5, 6)], ids=str
 )
 def test_reference_blob(shape):
-    dims = len(shape)
     ref_shape = tuple(max(1, n - 2) for n in shape)
-    if dims >= 3 and shape[0] == 12:
+    if len(shape) >= 3 and shape[0] == 12:
         ref_shape = (4,) + ref_shape[1:]
-    offs = {0: min(1, shape[-1] - 1)}
-    if dims >= 2:
-        offs[1] = min(2, shape[-2] - ref_shape[-2])
-    if dims >= 3:
-        offs[2] = shape[0] - ref_shape[0]
-    if dims == 4:
-        offs[13] = 1
-    check("Crop", offs, [], [_x(shape), _x(ref_shape)])
+    check("Crop", reference_offsets(shape, ref_shape), [], [_x(shape), _x(ref_shape)])
 
 
 def test_reference_of_lower_rank_keeps_channels():

@@ -1,4 +1,6 @@
-"""Deconvolution against the PyPI ncnn oracle: geometry, pads, output size, activations, dynamic weights."""
+"""Deconvolution against the PyPI ncnn oracle: geometry, pads, output size, activations, dynamic weights.
+
+The case builder is shared with test_deconvolution_vulkan.py."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from oracle import check_layer, randn, rng, run_layer
 ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
 
 
-def _case(inch, outch, kw, kh, h, w, extra, bias=True, fp16=False, key=()):
+def deconv_case(inch, outch, kw, kh, h, w, extra, bias=True, fp16=False, key=()):
     g = rng("deconv", inch, outch, kw, kh, h, w, sorted(extra.items(), key=str), bias, fp16, key)
     x = randn(g, (inch, h, w))
     wt = randn(g, (outch * inch * kw * kh,), 0.5)
@@ -20,6 +22,12 @@ def _case(inch, outch, kw, kh, h, w, extra, bias=True, fp16=False, key=()):
     if bias:
         weights.append((randn(g, (outch,)), 1))
     return params, weights, [x]
+
+
+def with_activation(extra, act):
+    """``extra`` with activation ``act`` and its ACTIVATIONS parameters."""
+    values = dict(ACTIVATIONS)[act]
+    return {**extra, 9: act, **({10: values} if values is not None else {})}
 
 
 @pytest.mark.parametrize(
@@ -39,7 +47,7 @@ def _case(inch, outch, kw, kh, h, w, extra, bias=True, fp16=False, key=()):
 )
 def test_geometry(kw, kh, extra):
     for bias in (True, False):
-        params, weights, inputs = _case(5, 4, kw, kh, 7, 13, extra, bias)
+        params, weights, inputs = deconv_case(5, 4, kw, kh, 7, 13, extra, bias)
         errs = check_layer("Deconvolution", params, weights, inputs)
         assert max(errs.values()) <= 1e-5
 
@@ -49,15 +57,15 @@ def test_geometry(kw, kh, extra):
     [(-233, 14, 14), (-233, 15, 12), (-234, 14, 14), (-234, 15, 12), (-233, 27, 15), (-234, 20, 9)],
 )
 def test_same_output_size(pad, out_w, out_h):
-    params, weights, inputs = _case(3, 2, 3, 3, 7, 13, {3: 2, 4: pad, 20: out_w, 21: out_h})
+    params, weights, inputs = deconv_case(3, 2, 3, 3, 7, 13, {3: 2, 4: pad, 20: out_w, 21: out_h})
     check_layer("Deconvolution", params, weights, inputs)
     # output_h defaults to output_w
-    params, weights, inputs = _case(3, 2, 3, 3, 13, 13, {3: 2, 4: pad, 20: out_w})
+    params, weights, inputs = deconv_case(3, 2, 3, 3, 13, 13, {3: 2, 4: pad, 20: out_w})
     check_layer("Deconvolution", params, weights, inputs)
 
 
 def test_same_pads_without_output_size_keep_full():
-    params, weights, inputs = _case(3, 2, 3, 3, 5, 6, {3: 2, 4: -233})
+    params, weights, inputs = deconv_case(3, 2, 3, 3, 5, 6, {3: 2, 4: -233})
     ret, out = run_layer("Deconvolution", params, weights, inputs)
     assert ret == 0 and out[0].shape == (2, 11, 13)
     check_layer("Deconvolution", params, weights, inputs)
@@ -65,26 +73,23 @@ def test_same_pads_without_output_size_keep_full():
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
 def test_activation(act, act_params):
-    extra = {3: 2, 9: act}
-    if act_params is not None:
-        extra[10] = act_params
-    params, weights, inputs = _case(4, 3, 3, 3, 6, 5, extra, key=act)
+    params, weights, inputs = deconv_case(4, 3, 3, 3, 6, 5, with_activation({3: 2}, act), key=act)
     check_layer("Deconvolution", params, weights, inputs)
 
 
 @pytest.mark.parametrize("inch,outch,h,w", [(1, 1, 1, 1), (1, 3, 1, 1), (7, 1, 7, 13), (16, 8, 8, 8)])
 def test_sizes(inch, outch, h, w):
-    params, weights, inputs = _case(inch, outch, 3, 3, h, w, {3: 2, 4: 1})
+    params, weights, inputs = deconv_case(inch, outch, 3, 3, h, w, {3: 2, 4: 1})
     check_layer("Deconvolution", params, weights, inputs)
 
 
 def test_large_image():
-    params, weights, inputs = _case(3, 2, 4, 4, 227, 227, {3: 2, 4: 1, 9: 1})
+    params, weights, inputs = deconv_case(3, 2, 4, 4, 227, 227, {3: 2, 4: 1, 9: 1})
     check_layer("Deconvolution", params, weights, inputs)
 
 
 def test_fp16_weights():
-    params, weights, inputs = _case(6, 5, 3, 3, 7, 9, {3: 2}, fp16=True)
+    params, weights, inputs = deconv_case(6, 5, 3, 3, 7, 9, {3: 2}, fp16=True)
     check_layer("Deconvolution", params, weights, inputs)
 
 
@@ -100,7 +105,7 @@ def test_dynamic_weight(bias):
 
 def test_matches_numpy_definition():
     # an independent per-pixel scatter, to check more than agreement with the oracle
-    params, weights, inputs = _case(2, 3, 3, 2, 3, 4, {3: 2, 13: 1, 2: 2}, key="np")
+    params, weights, inputs = deconv_case(2, 3, 3, 2, 3, 4, {3: 2, 13: 1, 2: 2}, key="np")
     x = inputs[0]
     wt = np.asarray(weights[0][0]).reshape(3, 2, 2, 3)
     bias = np.asarray(weights[1][0])
@@ -123,7 +128,7 @@ def _rejects(caplog, params, weights, inputs, words):
 
 
 def test_bad_inputs(caplog):
-    params, weights, inputs = _case(3, 2, 3, 3, 5, 5, {3: 2})
+    params, weights, inputs = deconv_case(3, 2, 3, 3, 5, 5, {3: 2})
     _rejects(caplog, params, weights, [inputs[0][0]], "3-D")
     _rejects(caplog, params, weights, [inputs[0][:2]], "input channels")
     _rejects(caplog, {**params, 6: params[6] + 1}, weights, inputs, "weight_data_size")

@@ -1,26 +1,20 @@
 """Deconvolution on the GPU over the option grid: strides, dilations, every crop form (pads,
 output_pad, output_w/output_h with SAME pads), bias on/off, the fused activations, and
 every packing form (elempack 1/4 in x 1/4 out, and a bottom in the other packing).
-DeconvolutionDepthWise has its own file."""
+DeconvolutionDepthWise has its own file. The cases come from test_deconvolution.py's
+builder over test_deconvolutiondepthwise.py's geometry list."""
 
 from __future__ import annotations
 
 import pytest
 from oracle import GPU_GRID, assert_close, check_layer_gpu, make_bin, randn, rng, run_ncnn, run_net_gpu
+from test_deconvolution import deconv_case, with_activation
+from test_deconvolutiondepthwise import EXTRAS
 
 from ncnn_c.layer.vulkan.deconvolution_vulkan import Deconvolution_vulkan
 
 pytestmark = pytest.mark.gpu
 
-ACTS = {0: None, 1: None, 2: [0.1], 3: [-0.5, 0.5], 4: None, 5: None, 6: [0.2, 0.5]}
-EXTRAS = [
-    (3, 3, {}),
-    (4, 4, {3: 2, 4: 1}),
-    (3, 2, {3: 2, 13: 3, 2: 2, 12: 1}),
-    (3, 3, {3: 2, 18: 1, 4: 0, 15: 1}),
-    (3, 3, {3: 2, 4: -233, 20: 12, 21: 14}),
-    (3, 3, {3: 2, 4: -234, 20: 13}),
-]
 # (inch, outch) and the (in, out) elempacks they run with packing on
 PACKINGS = {(3, 5): (1, 1), (8, 8): (4, 4), (4, 9): (4, 1), (3, 8): (1, 4)}
 
@@ -51,16 +45,8 @@ def packs(monkeypatch):
 
 
 def _case(inch, outch, kw, kh, shape_hw, extra, bias=True, act=0, grid=None):
-    g = rng("deconv-gpu", "Deconvolution", inch, outch, 1, kw, kh, shape_hw, str(extra), bias, act)
-    x = randn(g, (inch, *shape_hw))
-    wt = randn(g, (outch * inch * kw * kh,), 0.5)
-    params = {0: outch, 1: kw, 11: kh, 5: int(bias), 6: wt.size, **extra}
-    if act:
-        params[9] = act
-        if ACTS[act]:
-            params[10] = ACTS[act]
-    weights = [wt] + ([(randn(g, (outch,)), 1)] if bias else [])
-    return check_layer_gpu("Deconvolution", params, weights, [x], grid=grid)
+    params, weights, inputs = deconv_case(inch, outch, kw, kh, *shape_hw, with_activation(extra, act), bias)
+    return check_layer_gpu("Deconvolution", params, weights, inputs, grid=grid)
 
 
 @pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)

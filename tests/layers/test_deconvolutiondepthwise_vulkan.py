@@ -1,25 +1,19 @@
 """DeconvolutionDepthWise on the GPU over the option grid: depthwise (elempack 1 and 4),
 channel multipliers, grouped forms in every packing (a group's inputs and outputs
-divisible by 4 or not), strides, dilations, every crop form, bias on/off, activations."""
+divisible by 4 or not), strides, dilations, every crop form, bias on/off, activations;
+the geometry list and case builder are test_deconvolutiondepthwise.py's."""
 
 from __future__ import annotations
 
 import pytest
-from oracle import check_layer_gpu, randn, rng
+from oracle import check_layer_gpu
+from test_deconvolution import with_activation
+from test_deconvolutiondepthwise import EXTRAS, deconvdw_case
 
 from ncnn_c.layer.vulkan.deconvolution_vulkan import Deconvolution_vulkan
 
 pytestmark = pytest.mark.gpu
 
-ACTS = {0: None, 1: None, 2: [0.1], 3: [-0.5, 0.5], 4: None, 5: None, 6: [0.2, 0.5]}
-EXTRAS = [
-    (3, 3, {}),
-    (4, 4, {3: 2, 4: 1}),
-    (3, 2, {3: 2, 13: 3, 2: 2, 12: 1}),
-    (3, 3, {3: 2, 18: 1, 4: 0, 15: 1}),
-    (3, 3, {3: 2, 4: -233, 20: 12, 21: 14}),
-    (3, 3, {3: 2, 4: -234, 20: 13}),
-]
 # (inch, outch, group) -> the (in, out) elempacks its shader runs with packing on:
 # depthwise packed and not, a channel multiplier, grouped pack1to4 / pack4to1 / pack4,
 # groups of 2 channels in a packable blob (converted to elempack 1), one group
@@ -51,16 +45,9 @@ def packs(monkeypatch):
 
 
 def _case(inch, outch, group, kw, kh, shape_hw, extra, bias=True, act=0, grid=None):
-    g = rng("deconvdw-gpu", inch, outch, group, kw, kh, shape_hw, str(extra), bias, act)
-    x = randn(g, (inch, *shape_hw))
-    wt = randn(g, (outch * (inch // group) * kw * kh,), 0.5)
-    params = {0: outch, 1: kw, 11: kh, 5: int(bias), 6: wt.size, 7: group, **extra}
-    if act:
-        params[9] = act
-        if ACTS[act]:
-            params[10] = ACTS[act]
-    weights = [wt] + ([(randn(g, (outch,)), 1)] if bias else [])
-    return check_layer_gpu("DeconvolutionDepthWise", params, weights, [x], grid=grid)
+    extra = with_activation(extra, act)
+    params, weights, inputs = deconvdw_case(inch, outch, group, kw, kh, *shape_hw, extra, bias)
+    return check_layer_gpu("DeconvolutionDepthWise", params, weights, inputs, grid=grid)
 
 
 @pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)

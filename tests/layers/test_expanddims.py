@@ -12,15 +12,21 @@ from oracle import check_layer, randn, rng, run_layer
 SHAPES = [(1,), (7,), (64,), (1, 5), (7, 13), (3, 7, 13), (1, 1, 1)]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_axes(shape):
-    x = randn(rng("expanddims", shape), shape)
-    dims = len(shape)
+def axes_sets(dims):
+    """Every axes list ExpandDims takes on a ``dims``-D input (up to 4-D out), each as
+    (axes, the same axes counted from the end); shared with test_expanddims_vulkan.py."""
     for n in range(1, 4 - dims + 1):
         outdims = dims + n
         for axes in itertools.combinations(range(outdims), n):
-            check_layer("ExpandDims", {3: list(axes)}, [], [x], tol=0)
-            check_layer("ExpandDims", {3: [a - outdims for a in axes]}, [], [x], tol=0)
+            yield list(axes), [a - outdims for a in axes]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_axes(shape):
+    x = randn(rng("expanddims", shape), shape)
+    for axes, negative in axes_sets(len(shape)):
+        check_layer("ExpandDims", {3: axes}, [], [x], tol=0)
+        check_layer("ExpandDims", {3: negative}, [], [x], tol=0)
 
 
 def test_no_axes_is_identity():

@@ -1,4 +1,7 @@
-"""Gemm against the PyPI ncnn oracle: transposes, constant A/B/C, every C broadcast, output forms."""
+"""Gemm against the PyPI ncnn oracle: transposes, constant A/B/C, every C broadcast, output forms.
+
+The case builders below (``*_cases``) are shared with test_gemm_vulkan.py, which runs the same
+(params, weights, inputs) triples on the GPU."""
 
 from __future__ import annotations
 
@@ -9,6 +12,10 @@ import pytest
 from oracle import check_layer, randn, rng, run_layer
 
 SIZES = [(5, 7, 6), (1, 1, 1), (1, 9, 4), (8, 1, 3), (7, 13, 16), (64, 48, 96)]
+TRANSPOSES = [(0, 0), (1, 0), (0, 1), (1, 1)]
+C_SIZES = [(5, 7, 6), (4, 4, 3), (1, 6, 2), (6, 1, 2)]
+CONSTANT_C_TYPES = [-1, 0, 1, 2, 3, 4]
+OUTPUT_FORMS = [(1, 0), (0, 1), (1, 1)]
 
 
 def _ab(M, N, K, key=()):
@@ -21,90 +28,137 @@ def _c_inputs(g, M, N):
     return [randn(g, s) for s in ((1,), (M,), (N,), (M, 1), (M, N), (1, N))]
 
 
-@pytest.mark.parametrize("M,N,K", SIZES)
-@pytest.mark.parametrize("transA,transB", [(0, 0), (1, 0), (0, 1), (1, 1)])
-def test_two_inputs(M, N, K, transA, transB):
+# -- the cases: lists of (params, weights, inputs) ----------------------------------------------
+
+
+def two_inputs_cases(M, N, K, transA, transB):
     g, A, B = _ab(M, N, K, (transA, transB))
     a = A.T.copy() if transA else A
     b = B.T.copy() if transB else B
-    check_layer("Gemm", {0: 0.75, 2: transA, 3: transB}, [], [a, b])
+    return [({0: 0.75, 2: transA, 3: transB}, [], [a, b])]
 
 
-@pytest.mark.parametrize("M,N,K", [(5, 7, 6), (4, 4, 3), (1, 6, 2), (6, 1, 2)])
-def test_input_c_broadcasts(M, N, K):
+def input_c_broadcasts_cases(M, N, K):
     g, A, B = _ab(M, N, K, "c")
+    cases = []
     for C in _c_inputs(g, M, N):
-        check_layer("Gemm", {0: 0.5, 1: 2.0}, [], [A, B, C])
-        check_layer("Gemm", {1: -1.5, 2: 1, 14: 1}, [], [A.T.copy(), B, C])
+        cases += [({0: 0.5, 1: 2.0}, [], [A, B, C]), ({1: -1.5, 2: 1, 14: 1}, [], [A.T.copy(), B, C])]
+    return cases
 
 
-@pytest.mark.parametrize("transA", [0, 1])
-def test_constant_a(transA):
+def constant_a_cases(transA):
     M, N, K = 6, 5, 7
     g, A, B = _ab(M, N, K, ("constA", transA))
     a = A.T.copy() if transA else A
     params = {4: 1, 2: transA, 7: M, 9: K, 0: 1.25}
-    check_layer("Gemm", params, [(a, 0)], [B])
-    check_layer("Gemm", params, [(a, "fp16")], [B])
-    for C in _c_inputs(g, M, N):
-        check_layer("Gemm", params, [(a, 0)], [B, C])
+    cases = [(params, [(a, 0)], [B]), (params, [(a, "fp16")], [B])]
+    return cases + [(params, [(a, 0)], [B, C]) for C in _c_inputs(g, M, N)]
 
 
-@pytest.mark.parametrize("transB", [0, 1])
-def test_constant_b(transB):
+def constant_b_cases(transB):
     M, N, K = 6, 5, 7
     g, A, B = _ab(M, N, K, ("constB", transB))
     b = B.T.copy() if transB else B
     params = {5: 1, 3: transB, 8: N, 9: K}
-    check_layer("Gemm", params, [(b, 0)], [A])
-    for C in _c_inputs(g, M, N):
-        check_layer("Gemm", {**params, 1: 0.5}, [(b, 0)], [A, C])
+    return [(params, [(b, 0)], [A])] + [({**params, 1: 0.5}, [(b, 0)], [A, C]) for C in _c_inputs(g, M, N)]
 
 
-def test_constant_a_and_b():
+def constant_a_and_b_cases():
     M, N, K = 4, 6, 5
     g, A, B = _ab(M, N, K, "constAB")
     params = {4: 1, 5: 1, 7: M, 8: N, 9: K, 3: 1}
-    check_layer("Gemm", params, [(A, 0), (B.T.copy(), 0)], [randn(g, (M, N))])
+    return [(params, [(A, 0), (B.T.copy(), 0)], [randn(g, (M, N))])]
 
 
-@pytest.mark.parametrize("btype", [-1, 0, 1, 2, 3, 4])
-@pytest.mark.parametrize("transpose", [0, 1])
-def test_constant_c(btype, transpose):
+def constant_c_cases(btype, transpose):
     M, N, K = 5, 7, 6
     g, A, B = _ab(M, N, K, ("constC", btype))
     size = {-1: 0, 0: 1, 1: M, 2: M, 3: M * N, 4: N}[btype]
     weights = [(B, 0)] + ([(randn(g, (size,)), 0)] if size else [])
-    params = {5: 1, 6: 1, 7: M, 8: N, 9: K, 10: btype, 0: 0.5, 1: 3.0, 14: transpose}
-    check_layer("Gemm", params, weights, [A])
-    # C constant with both A and B as inputs
-    params = {6: 1, 7: M, 8: N, 10: btype, 1: 0.25}
-    check_layer("Gemm", params, weights[1:], [A, B])
+    return [
+        ({5: 1, 6: 1, 7: M, 8: N, 9: K, 10: btype, 0: 0.5, 1: 3.0, 14: transpose}, weights, [A]),
+        # C constant with both A and B as inputs
+        ({6: 1, 7: M, 8: N, 10: btype, 1: 0.25}, weights[1:], [A, B]),
+    ]
 
 
-@pytest.mark.parametrize("n1m,transpose", [(1, 0), (0, 1), (1, 1)])
+def output_forms_cases(n1m, transpose):
+    g, A, B = _ab(5, 7, 6, "out")
+    return [({11: n1m, 14: transpose}, [], [A, B, randn(g, (5, 1))])]
+
+
+def output_elemtype_cases(elemtype):
+    # (output_elempack 4 is not checked: the oracle crashes when M is not a multiple of 4)
+    g, A, B = _ab(5, 7, 6, "elem")
+    return [({13: elemtype, 12: 1}, [], [A, B])]
+
+
+def three_d_inputs_cases():
+    g = rng("gemm 3d")
+    return [
+        ({}, [], [randn(g, (5, 1, 6)), randn(g, (6, 1, 7))]),
+        ({2: 1}, [], [randn(g, (6, 1, 5)), randn(g, (6, 7))]),
+        # a 1-D A is one row
+        ({}, [], [randn(g, (6,)), randn(g, (6, 7))]),
+    ]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
+def _check(cases):
+    for params, weights, inputs in cases:
+        check_layer("Gemm", params, weights, inputs)
+
+
+@pytest.mark.parametrize("M,N,K", SIZES)
+@pytest.mark.parametrize("transA,transB", TRANSPOSES)
+def test_two_inputs(M, N, K, transA, transB):
+    _check(two_inputs_cases(M, N, K, transA, transB))
+
+
+@pytest.mark.parametrize("M,N,K", C_SIZES)
+def test_input_c_broadcasts(M, N, K):
+    _check(input_c_broadcasts_cases(M, N, K))
+
+
+@pytest.mark.parametrize("transA", [0, 1])
+def test_constant_a(transA):
+    _check(constant_a_cases(transA))
+
+
+@pytest.mark.parametrize("transB", [0, 1])
+def test_constant_b(transB):
+    _check(constant_b_cases(transB))
+
+
+def test_constant_a_and_b():
+    _check(constant_a_and_b_cases())
+
+
+@pytest.mark.parametrize("btype", CONSTANT_C_TYPES)
+@pytest.mark.parametrize("transpose", [0, 1])
+def test_constant_c(btype, transpose):
+    _check(constant_c_cases(btype, transpose))
+
+
+@pytest.mark.parametrize("n1m,transpose", OUTPUT_FORMS)
 def test_output_forms(n1m, transpose):
     g, A, B = _ab(5, 7, 6, "out")
     ret, out = run_layer("Gemm", {11: n1m, 14: transpose}, [], [A, B])
     rows, cols = (7, 5) if transpose else (5, 7)
     assert ret == 0 and out[0].shape == ((rows, 1, cols) if n1m else (rows, cols))
-    check_layer("Gemm", {11: n1m, 14: transpose}, [], [A, B, randn(g, (5, 1))])
+    _check(output_forms_cases(n1m, transpose))
 
 
 @pytest.mark.parametrize("elemtype", [0, 1, 2, 3])
 def test_output_elemtype_and_elempack_are_layout_only(elemtype):
     # fp32 CPU output whatever storage type is asked for, as ncnn's fp32 CPU path gives.
-    # (output_elempack 4 is not checked: the oracle crashes when M is not a multiple of 4.)
-    g, A, B = _ab(5, 7, 6, "elem")
-    check_layer("Gemm", {13: elemtype, 12: 1}, [], [A, B])
+    _check(output_elemtype_cases(elemtype))
 
 
 def test_three_d_inputs():
-    g = rng("gemm 3d")
-    check_layer("Gemm", {}, [], [randn(g, (5, 1, 6)), randn(g, (6, 1, 7))])
-    check_layer("Gemm", {2: 1}, [], [randn(g, (6, 1, 5)), randn(g, (6, 7))])
-    # a 1-D A is one row
-    check_layer("Gemm", {}, [], [randn(g, (6,)), randn(g, (6, 7))])
+    _check(three_d_inputs_cases())
 
 
 def test_matches_numpy_definition():

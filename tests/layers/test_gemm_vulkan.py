@@ -1,6 +1,7 @@
 """Gemm on the GPU over the option grid: transposes, constant A/B/C, every C broadcast,
 output forms, 3-D and 1-D inputs (the CPU test's cases), plus a larger product; with
-packing on, operands arriving in elempack 1 and 4 and tops written in both."""
+packing on, operands arriving in elempack 1 and 4 and tops written in both. The cases
+shared with the CPU test come from test_gemm.py's builders."""
 
 from __future__ import annotations
 
@@ -8,6 +9,22 @@ import logging
 
 import pytest
 from oracle import GPU_GRID, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_gemm import (
+    C_SIZES,
+    CONSTANT_C_TYPES,
+    OUTPUT_FORMS,
+    SIZES,
+    TRANSPOSES,
+    constant_a_and_b_cases,
+    constant_a_cases,
+    constant_b_cases,
+    constant_c_cases,
+    input_c_broadcasts_cases,
+    output_elemtype_cases,
+    output_forms_cases,
+    three_d_inputs_cases,
+    two_inputs_cases,
+)
 
 from ncnn_c.layer.vulkan.gemm_vulkan import Gemm_vulkan
 
@@ -17,6 +34,11 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("full_grid")]
 # by default the sweeps run fp32 unpacked and packed and one fp16 set; the slow run
 # repeats them over the whole grid
 FULL = False
+
+
+def _ab(M, N, K, key=()):
+    g = rng("gemm-vk", M, N, K, key)
+    return g, randn(g, (M, K)), randn(g, (K, N))
 
 
 def _check(*args, **kwargs):
@@ -30,9 +52,9 @@ def full_grid(request, monkeypatch):
     monkeypatch.setitem(globals(), "FULL", request.param)
 
 
-# (M, N, K): with packing on, A arrives packed when its stored rows (M, or K transposed)
-# divide by 4, and the top is packed when M (N with output_transpose) does
-SIZES = [(5, 7, 6), (1, 1, 1), (1, 9, 4), (8, 1, 3), (7, 13, 16), (12, 8, 5), (8, 12, 16), (64, 48, 96)]
+# with packing on, A arrives packed when its stored rows (M, or K transposed) divide by 4,
+# and the top is packed when M (N with output_transpose) does: two sizes beyond the CPU's
+PACKED_SIZES = [(12, 8, 5), (8, 12, 16)]
 
 
 @pytest.fixture
@@ -54,96 +76,54 @@ def packs(monkeypatch):
     return seen
 
 
-def _ab(M, N, K, key=()):
-    g = rng("gemm-vk", M, N, K, key)
-    return g, randn(g, (M, K)), randn(g, (K, N))
+def _check_all(cases):
+    for params, weights, inputs in cases:
+        _check("Gemm", params, weights, inputs)
 
 
-def _c_inputs(g, M, N):
-    """Every C blob shape ncnn recognises: scalar, per-M, per-N, M x 1, M x N, 1 x N."""
-    return [randn(g, s) for s in ((1,), (M,), (N,), (M, 1), (M, N), (1, N))]
-
-
-@pytest.mark.parametrize("M,N,K", SIZES)
-@pytest.mark.parametrize("transA,transB", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("M,N,K", SIZES + PACKED_SIZES)
+@pytest.mark.parametrize("transA,transB", TRANSPOSES)
 def test_two_inputs(M, N, K, transA, transB):
-    g, A, B = _ab(M, N, K, (transA, transB))
-    a = A.T.copy() if transA else A
-    b = B.T.copy() if transB else B
-    _check("Gemm", {0: 0.75, 2: transA, 3: transB}, [], [a, b])
+    _check_all(two_inputs_cases(M, N, K, transA, transB))
 
 
-@pytest.mark.parametrize("M,N,K", [(5, 7, 6), (4, 4, 3), (1, 6, 2), (6, 1, 2)])
+@pytest.mark.parametrize("M,N,K", C_SIZES)
 def test_input_c_broadcasts(M, N, K):
-    g, A, B = _ab(M, N, K, "c")
-    for C in _c_inputs(g, M, N):
-        _check("Gemm", {0: 0.5, 1: 2.0}, [], [A, B, C])
-        _check("Gemm", {1: -1.5, 2: 1, 14: 1}, [], [A.T.copy(), B, C])
+    _check_all(input_c_broadcasts_cases(M, N, K))
 
 
 @pytest.mark.parametrize("transA", [0, 1])
 def test_constant_a(transA):
-    M, N, K = 6, 5, 7
-    g, A, B = _ab(M, N, K, ("constA", transA))
-    a = A.T.copy() if transA else A
-    params = {4: 1, 2: transA, 7: M, 9: K, 0: 1.25}
-    _check("Gemm", params, [(a, 0)], [B])
-    _check("Gemm", params, [(a, "fp16")], [B])
-    for C in _c_inputs(g, M, N):
-        _check("Gemm", params, [(a, 0)], [B, C])
+    _check_all(constant_a_cases(transA))
 
 
 @pytest.mark.parametrize("transB", [0, 1])
 def test_constant_b(transB):
-    M, N, K = 6, 5, 7
-    g, A, B = _ab(M, N, K, ("constB", transB))
-    b = B.T.copy() if transB else B
-    params = {5: 1, 3: transB, 8: N, 9: K}
-    _check("Gemm", params, [(b, 0)], [A])
-    for C in _c_inputs(g, M, N):
-        _check("Gemm", {**params, 1: 0.5}, [(b, 0)], [A, C])
+    _check_all(constant_b_cases(transB))
 
 
 def test_constant_a_and_b():
-    M, N, K = 4, 6, 5
-    g, A, B = _ab(M, N, K, "constAB")
-    params = {4: 1, 5: 1, 7: M, 8: N, 9: K, 3: 1}
-    _check("Gemm", params, [(A, 0), (B.T.copy(), 0)], [randn(g, (M, N))])
+    _check_all(constant_a_and_b_cases())
 
 
-@pytest.mark.parametrize("btype", [-1, 0, 1, 2, 3, 4])
+@pytest.mark.parametrize("btype", CONSTANT_C_TYPES)
 @pytest.mark.parametrize("transpose", [0, 1])
 def test_constant_c(btype, transpose):
-    M, N, K = 5, 7, 6
-    g, A, B = _ab(M, N, K, ("constC", btype))
-    size = {-1: 0, 0: 1, 1: M, 2: M, 3: M * N, 4: N}[btype]
-    weights = [(B, 0)] + ([(randn(g, (size,)), 0)] if size else [])
-    params = {5: 1, 6: 1, 7: M, 8: N, 9: K, 10: btype, 0: 0.5, 1: 3.0, 14: transpose}
-    _check("Gemm", params, weights, [A])
-    # C constant with both A and B as inputs
-    params = {6: 1, 7: M, 8: N, 10: btype, 1: 0.25}
-    _check("Gemm", params, weights[1:], [A, B])
+    _check_all(constant_c_cases(btype, transpose))
 
 
-@pytest.mark.parametrize("n1m,transpose", [(1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("n1m,transpose", OUTPUT_FORMS)
 def test_output_forms(n1m, transpose):
-    g, A, B = _ab(5, 7, 6, "out")
-    _check("Gemm", {11: n1m, 14: transpose}, [], [A, B, randn(g, (5, 1))])
+    _check_all(output_forms_cases(n1m, transpose))
 
 
 @pytest.mark.parametrize("elemtype", [0, 1, 2, 3])
 def test_output_elemtype_and_elempack_are_layout_only(elemtype):
-    # (output_elempack 4 is not checked: the oracle crashes when M is not a multiple of 4)
-    g, A, B = _ab(5, 7, 6, "elem")
-    _check("Gemm", {13: elemtype, 12: 1}, [], [A, B])
+    _check_all(output_elemtype_cases(elemtype))
 
 
 def test_three_d_inputs():
-    g = rng("gemm 3d")
-    _check("Gemm", {}, [], [randn(g, (5, 1, 6)), randn(g, (6, 1, 7))])
-    _check("Gemm", {2: 1}, [], [randn(g, (6, 1, 5)), randn(g, (6, 7))])
-    # a 1-D A is one row
-    _check("Gemm", {}, [], [randn(g, (6,)), randn(g, (6, 7))])
+    _check_all(three_d_inputs_cases())
 
 
 def test_large():

@@ -1,4 +1,6 @@
-"""GroupNorm against the PyPI ncnn oracle: every dims, group counts, affine on/off, bad blobs."""
+"""GroupNorm against the PyPI ncnn oracle: every dims, group counts, affine on/off, bad blobs.
+
+The case list and builder are shared with test_norms_vulkan.py."""
 
 from __future__ import annotations
 
@@ -6,34 +8,43 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, make_bin, make_param, randn, rng, run_layer, run_ncnn
+from _norm_check import check_norm
+from oracle import SHAPES_ALL, make_bin, make_param, randn, rng, run_layer, run_ncnn
 
-PATHS = ("layer", "inplace", "net")
-
-
-def _channels(shape) -> int:
-    # ncnn's channel axis: w for 1-D, h for 2-D, c for 3-D/4-D
-    return shape[0]
+# -- the cases, shared with test_norms_vulkan.py -------------------------------------------------
 
 
-def case(shape, group, affine=1, eps=None, channels=None, offset=0.0):
+def groupnorm_case(shape, group, affine=1, eps=None, channels=None, offset=0.0):
+    """(params, weights, inputs) of a GroupNorm over a random ``shape`` input; its channel
+    axis (w for 1-D, h for 2-D, c for 3-D/4-D) is numpy's first, unless ``channels`` says."""
     g = rng("groupnorm", shape, group, affine, eps, channels)
     x = randn(g, shape, 2.0) + np.float32(offset)
-    c = channels if channels is not None else _channels(shape)
+    c = channels if channels is not None else shape[0]
     params = {0: group, 1: c, 3: affine}
     if eps is not None:
         params[2] = eps
     weights = [(randn(g, (c,)), 1), (randn(g, (c,)), 1)] if affine else []
-    if int(np.prod(shape)) // group == 1:
-        # one value per group normalises to exactly 0 (then beta); ncnn's fused multiply-add
-        # leaves a rounding residue of ~1e-6 there, so compare absolutely
-        ret, ref = run_ncnn(make_param("GroupNorm", params, [shape]), make_bin(weights), [x])
-        assert ret == 0
-        ret, got = run_layer("GroupNorm", params, weights, [x])
-        assert ret == 0
-        np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-5)
-        return None
-    return check_layer("GroupNorm", params, weights, [x], paths=PATHS)
+    return params, weights, [x]
+
+
+# (shape, group)
+GROUPS = [
+    ((64,), 8),
+    ((16, 32), 4),
+    ((16, 32), 16),
+    ((16, 8, 8), 4),
+    ((6, 5, 7), 3),
+    ((4, 1, 6, 6), 2),
+    ((8, 3, 5, 7), 8),
+]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
+def case(shape, group, affine=1, eps=None, channels=None, offset=0.0):
+    params, weights, inputs = groupnorm_case(shape, group, affine, eps, channels, offset)
+    return check_norm("GroupNorm", params, weights, inputs, int(np.prod(shape)) // group == 1)
 
 
 @pytest.mark.parametrize("affine", [0, 1])
@@ -43,19 +54,7 @@ def test_groupnorm_one_group(shape, affine):
 
 
 @pytest.mark.parametrize("affine", [0, 1])
-@pytest.mark.parametrize(
-    "shape,group",
-    [
-        ((64,), 8),
-        ((16, 32), 4),
-        ((16, 32), 16),
-        ((16, 8, 8), 4),
-        ((6, 5, 7), 3),
-        ((4, 1, 6, 6), 2),
-        ((8, 3, 5, 7), 8),
-    ],
-    ids=str,
-)
+@pytest.mark.parametrize("shape,group", GROUPS, ids=str)
 def test_groupnorm_groups(shape, group, affine):
     case(shape, group, affine)
 

@@ -1,4 +1,6 @@
-"""InnerProduct against the PyPI ncnn oracle: every input rank, the batched 2-D form, activations."""
+"""InnerProduct against the PyPI ncnn oracle: every input rank, the batched 2-D form, activations.
+
+The case builders are shared with test_innerproduct_vulkan.py."""
 
 from __future__ import annotations
 
@@ -8,10 +10,17 @@ import numpy as np
 import pytest
 from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
 
+# -- the cases, shared with test_innerproduct_vulkan.py ------------------------------------------
+
 ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
+# (rows, num_input) of the batched 2-D form, and its num_output values
+BATCHED_ROWS = [(1, 5), (7, 13), (16, 32), (3, 1)]
+BATCHED_OUTPUTS = [1, 10]
 
 
-def _case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, key=()):
+def case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, key=()):
+    """(params, weights, inputs) of one InnerProduct over an input of ``shape``: a 2-D input
+    of rows of ``num_input`` values is a batch; without ``num_input`` everything flattens."""
     g = rng("innerproduct", shape, num_output, bias, sorted((extra or {}).items(), key=str), fp16, key)
     x = randn(g, shape)
     num_input = num_input or int(np.prod(shape))
@@ -23,21 +32,29 @@ def _case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, 
     return params, weights, [x]
 
 
+def activation_cases(act, act_params, rows=6):
+    """Activation ``act`` after a flattened (3, 4, 5) input and after a batch of ``rows`` rows."""
+    extra = {9: act, **({10: act_params} if act_params is not None else {})}
+    return [
+        case(shape, 16, extra=extra, num_input=n, key=act)
+        for shape, n in (((3, 4, 5), None), ((rows, 20), 20))
+    ]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("shape", SHAPES_ALL)
 @pytest.mark.parametrize("bias", [True, False])
 def test_flatten(shape, bias):
-    num_input = int(np.prod(shape))
-    if len(shape) == 2:
-        # rows of num_input values would be a batch: weights of the full size flatten instead
-        num_input = shape[0] * shape[1]
-    params, weights, inputs = _case(shape, 7, bias, num_input=num_input)
-    check_layer("InnerProduct", params, weights, inputs)
+    # (a 2-D input flattens too: its weights are of the full rows x columns size)
+    check_layer("InnerProduct", *case(shape, 7, bias))
 
 
-@pytest.mark.parametrize("rows,num_input", [(1, 5), (7, 13), (16, 32), (3, 1)])
-@pytest.mark.parametrize("num_output", [1, 10])
+@pytest.mark.parametrize("rows,num_input", BATCHED_ROWS)
+@pytest.mark.parametrize("num_output", BATCHED_OUTPUTS)
 def test_batched_rows(rows, num_input, num_output):
-    params, weights, inputs = _case((rows, num_input), num_output, num_input=num_input)
+    params, weights, inputs = case((rows, num_input), num_output, num_input=num_input)
     ret, out = run_layer("InnerProduct", params, weights, inputs)
     assert ret == 0 and out[0].shape == ((rows, num_output) if rows > 1 else (1, num_output))
     check_layer("InnerProduct", params, weights, inputs)
@@ -45,27 +62,23 @@ def test_batched_rows(rows, num_input, num_output):
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
 def test_activation(act, act_params):
-    extra = {9: act}
-    if act_params is not None:
-        extra[10] = act_params
-    for shape, num_input in (((3, 4, 5), None), ((6, 20), 20)):
-        params, weights, inputs = _case(shape, 16, extra=extra, num_input=num_input, key=act)
+    for params, weights, inputs in activation_cases(act, act_params):
         check_layer("InnerProduct", params, weights, inputs)
 
 
 def test_fp16_weights():
-    params, weights, inputs = _case((8, 6, 6), 12, fp16=True)
+    params, weights, inputs = case((8, 6, 6), 12, fp16=True)
     check_layer("InnerProduct", params, weights, inputs)
 
 
 def test_large():
     # a VGG-like classifier head, smaller: 512*7*7 inputs
-    params, weights, inputs = _case((512, 7, 7), 256)
+    params, weights, inputs = case((512, 7, 7), 256)
     check_layer("InnerProduct", params, weights, inputs)
 
 
 def test_matches_numpy_definition():
-    params, weights, inputs = _case((2, 3, 4), 5)
+    params, weights, inputs = case((2, 3, 4), 5)
     ret, out = run_layer("InnerProduct", params, weights, inputs)
     assert ret == 0
     w = np.asarray(weights[0][0], np.float64).reshape(5, 24)
@@ -81,7 +94,7 @@ def _rejects(caplog, params, weights, inputs, words):
 
 
 def test_bad_inputs(caplog):
-    params, weights, inputs = _case((3, 4, 5), 6)
+    params, weights, inputs = case((3, 4, 5), 6)
     _rejects(caplog, params, weights, [inputs[0][:2]], "weights expect")
     _rejects(caplog, params, weights, [np.zeros((7, 13), np.float32)], "weights expect")
     _rejects(caplog, {**params, 2: params[2] - 1}, weights, inputs, "multiple of num_output")

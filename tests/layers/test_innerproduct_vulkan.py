@@ -1,5 +1,6 @@
 """InnerProduct on the GPU over the option grid: every input rank and packing flattened, the
-batched 2-D form (rows packed and not), every activation, fp16-stored weights, a big head."""
+batched 2-D form (rows packed and not), every activation, fp16-stored weights, a big head;
+the cases are test_innerproduct.py's, with more packed sizes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import GPU_GRID, SHAPES_ALL, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from oracle import GPU_GRID, SHAPES_ALL, check_layer_gpu, make_bin, make_param, run_net_gpu
+from test_innerproduct import ACTIVATIONS, BATCHED_OUTPUTS, BATCHED_ROWS, activation_cases, case
 
 pytestmark = pytest.mark.gpu
 
@@ -17,61 +19,42 @@ GRIDS = [
     pytest.param(None, id="full", marks=pytest.mark.slow),
 ]
 
-ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
-
-
-def _case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, key=()):
-    g = rng("innerproduct-vk", shape, num_output, bias, sorted((extra or {}).items(), key=str), fp16, key)
-    x = randn(g, shape)
-    num_input = num_input or int(np.prod(shape))
-    w = randn(g, (num_output * num_input,), 1.0 / np.sqrt(num_input))
-    params = {0: num_output, 1: int(bias), 2: w.size, **(extra or {})}
-    weights = [(w, "fp16" if fp16 else 0)]
-    if bias:
-        weights.append((randn(g, (num_output,)), 1))
-    return params, weights, [x]
-
 
 @pytest.mark.parametrize("grid", GRIDS)
 @pytest.mark.parametrize("shape", SHAPES_ALL + [(8, 5, 7), (8, 6), (4, 2, 3, 5), (12,)], ids=str)
 @pytest.mark.parametrize("num_output", [7, 8])
 def test_flatten(shape, num_output, grid):
-    num_input = int(np.prod(shape))
-    params, weights, inputs = _case(shape, num_output, num_output == 8, num_input=num_input)
-    check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
+    check_layer_gpu("InnerProduct", *case(shape, num_output, num_output == 8), grid=grid)
 
 
 @pytest.mark.parametrize("grid", GRIDS)
-@pytest.mark.parametrize("rows,num_input", [(1, 5), (7, 13), (16, 32), (3, 1), (8, 6)])
-@pytest.mark.parametrize("num_output", [1, 10, 12])
+@pytest.mark.parametrize("rows,num_input", BATCHED_ROWS + [(8, 6)])
+@pytest.mark.parametrize("num_output", BATCHED_OUTPUTS + [12])
 def test_batched_rows(rows, num_input, num_output, grid):
-    params, weights, inputs = _case((rows, num_input), num_output, num_input=num_input)
+    params, weights, inputs = case((rows, num_input), num_output, num_input=num_input)
     check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
 
 
 @pytest.mark.parametrize("grid", GRIDS)
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
 def test_activation(act, act_params, grid):
-    extra = {9: act}
-    if act_params is not None:
-        extra[10] = act_params
-    for shape, num_input in (((3, 4, 5), None), ((8, 20), 20)):
-        params, weights, inputs = _case(shape, 16, extra=extra, num_input=num_input, key=act)
+    # a batch of 8 rows: packed with packing on
+    for params, weights, inputs in activation_cases(act, act_params, rows=8):
         check_layer_gpu("InnerProduct", params, weights, inputs, grid=grid)
 
 
 def test_fp16_weights():
-    params, weights, inputs = _case((8, 6, 6), 12, fp16=True)
+    params, weights, inputs = case((8, 6, 6), 12, fp16=True)
     check_layer_gpu("InnerProduct", params, weights, inputs)
 
 
 def test_large():
-    params, weights, inputs = _case((512, 7, 7), 256)
+    params, weights, inputs = case((512, 7, 7), 256)
     check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16s-pack", "fp16sa"])
 
 
 def test_wrong_input_size_fails(caplog):
-    params, weights, _ = _case((3, 4, 5), 8)
+    params, weights, _ = case((3, 4, 5), 8)
     x = np.ones((3, 4, 6), np.float32)
     param = make_param("InnerProduct", params, [x.shape], 1)
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):
@@ -107,7 +90,7 @@ def splitk(monkeypatch):
     ids=str,
 )
 def test_splitk(splitk, shape, num_output):
-    params, weights, inputs = _case(shape, num_output, num_output % 2 == 1, key="splitk")
+    params, weights, inputs = case(shape, num_output, num_output % 2 == 1, key="splitk")
     check_layer_gpu(
         "InnerProduct", params, weights, inputs, grid=["fp32", "fp32-pack", "fp16s-pack", "fp16sa"]
     )
@@ -116,19 +99,19 @@ def test_splitk(splitk, shape, num_output):
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
 def test_splitk_activation(splitk, act, act_params):
     extra = {9: act, **({10: act_params} if act_params else {})}
-    params, weights, inputs = _case((16, 5, 5), 36, extra=extra, key="splitk-act")
+    params, weights, inputs = case((16, 5, 5), 36, extra=extra, key="splitk-act")
     check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16sa"])
 
 
 def test_splitk_long_input_and_fp16_weights(splitk):
-    params, weights, inputs = _case((512, 7, 7), 100, key="splitk-long")
+    params, weights, inputs = case((512, 7, 7), 100, key="splitk-long")
     check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16s-pack"])
-    params, weights, inputs = _case((64, 3, 3), 40, fp16=True, key="splitk-fp16")
+    params, weights, inputs = case((64, 3, 3), 40, fp16=True, key="splitk-fp16")
     check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32", "fp16sa-pack"])
 
 
 def test_splitk_policy_is_checked(monkeypatch, caplog):
-    params, weights, inputs = _case((8,), 4)
+    params, weights, inputs = case((8,), 4)
     param = make_param("InnerProduct", params, [inputs[0].shape], 1)
     monkeypatch.setenv("NCNN_C_IP_SPLITK", "sometimes")
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):

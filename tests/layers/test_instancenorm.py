@@ -6,12 +6,13 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, make_bin, make_param, randn, rng, run_layer, run_ncnn
+from _norm_check import check_norm
+from oracle import SHAPES_ALL, randn, rng, run_layer
 
-PATHS = ("layer", "inplace", "net")
 
-
-def case(shape, affine=1, eps=None, offset=0.0):
+def instancenorm_case(shape, affine=1, eps=None, offset=0.0):
+    """(params, weights, inputs) of an InstanceNorm over a random ``shape`` input (shared with
+    test_norms_vulkan.py); 1-D and 2-D blobs are one channel."""
     g = rng("instancenorm", shape, affine, eps)
     x = randn(g, shape, 3.0) + np.float32(offset)
     c = shape[0] if len(shape) >= 3 else 1
@@ -19,16 +20,12 @@ def case(shape, affine=1, eps=None, offset=0.0):
     if eps is not None:
         params[1] = eps
     weights = [(randn(g, (c,)), 1), (randn(g, (c,)), 1)] if affine else []
-    if int(np.prod(shape)) // c == 1:
-        # a one-value channel normalises to exactly 0 (then beta); ncnn's fused multiply-add
-        # leaves a rounding residue of ~1e-6, so compare absolutely
-        ret, ref = run_ncnn(make_param("InstanceNorm", params, [shape]), make_bin(weights), [x])
-        assert ret == 0
-        ret, got = run_layer("InstanceNorm", params, weights, [x])
-        assert ret == 0
-        np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-5)
-        return None
-    return check_layer("InstanceNorm", params, weights, [x], paths=PATHS)
+    return params, weights, [x]
+
+
+def case(shape, affine=1, eps=None, offset=0.0):
+    params, weights, inputs = instancenorm_case(shape, affine, eps, offset)
+    return check_norm("InstanceNorm", params, weights, inputs, int(np.prod(shape)) // params[0] == 1)
 
 
 @pytest.mark.parametrize("affine", [0, 1])

@@ -12,10 +12,16 @@ from oracle import check_layer, randn, rng, run_layer
 TYPES = {"nearest": 1, "bilinear": 2, "bicubic": 3}
 
 
-def case(shape, params, ref_shape=None, tol=1e-5):
+def interp_inputs(shape, params, ref_shape=None):
+    """The input blob, and the reference blob when ``ref_shape`` is given (shared with
+    test_interp_vulkan.py)."""
     g = rng("interp", shape, sorted(params.items()), ref_shape)
     x = randn(g, shape, 2.0)
-    inputs = [x] if ref_shape is None else [x, randn(g, ref_shape)]
+    return [x] if ref_shape is None else [x, randn(g, ref_shape)]
+
+
+def case(shape, params, ref_shape=None, tol=1e-5):
+    inputs = interp_inputs(shape, params, ref_shape)
     # nearest is a pure copy: bit-exact
     tol = 0.0 if params.get(0) == 1 else tol
     return check_layer("Interp", params, [], inputs, tol=tol)

@@ -8,18 +8,15 @@ import logging
 
 import pytest
 from oracle import check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_interp import TYPES, interp_inputs
 
 pytestmark = pytest.mark.gpu
 
-TYPES = {"nearest": 1, "bilinear": 2, "bicubic": 3}
 FAST = ["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"]
 
 
 def case(shape, params, ref_shape=None, grid=FAST):
-    g = rng("interp", shape, sorted(params.items()), ref_shape)
-    x = randn(g, shape, 2.0)
-    inputs = [x] if ref_shape is None else [x, randn(g, ref_shape)]
-    return check_layer_gpu("Interp", params, [], inputs, grid=grid)
+    return check_layer_gpu("Interp", params, [], interp_inputs(shape, params, ref_shape), grid=grid)
 
 
 @pytest.mark.parametrize("align", [0, 1])

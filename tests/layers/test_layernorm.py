@@ -1,4 +1,6 @@
-"""LayerNorm against the PyPI ncnn oracle: every dims and slice rule, affine on/off, bad sizes."""
+"""LayerNorm against the PyPI ncnn oracle: every dims and slice rule, affine on/off, bad sizes.
+
+The case list and builders are shared with test_norms_vulkan.py."""
 
 from __future__ import annotations
 
@@ -6,28 +8,26 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_ncnn
+from _norm_check import check_norm
+from oracle import randn, rng, run_layer
 
-PATHS = ("layer", "inplace", "net")
+# -- the cases, shared with test_norms_vulkan.py -------------------------------------------------
 
 
-def case(shape, affine_size, affine=1, eps=None, offset=0.0):
+def layernorm_case(shape, affine_size, affine=1, eps=None, offset=0.0):
+    """(params, weights, inputs) of a LayerNorm over a random ``shape`` input."""
     g = rng("layernorm", shape, affine_size, affine, eps)
     x = randn(g, shape, 2.0) + np.float32(offset)
     params = {0: affine_size, 2: affine}
     if eps is not None:
         params[1] = eps
     weights = [(randn(g, (affine_size,)), 1), (randn(g, (affine_size,)), 1)] if affine else []
-    if shape[-1] == 1 and affine_size == 1:
-        # one-value slices normalise to exactly 0 (then beta); ncnn's fused multiply-add
-        # leaves a rounding residue of ~1e-6, so compare absolutely
-        ret, ref = run_ncnn(make_param("LayerNorm", params, [shape]), make_bin(weights), [x])
-        assert ret == 0
-        ret, got = run_layer("LayerNorm", params, weights, [x])
-        assert ret == 0
-        np.testing.assert_allclose(got[0], ref[0], rtol=0, atol=1e-5)
-        return None
-    return check_layer("LayerNorm", params, weights, [x], paths=PATHS)
+    return params, weights, [x]
+
+
+def eps_and_offset_cases(eps):
+    """Large offsets, where a one-pass variance would lose the spread."""
+    return [layernorm_case((4, 9, 11), 11, 1, eps, 30.0), layernorm_case((12, 48), 48, 1, eps, -30.0)]
 
 
 # (shape, affine_size): each dims with every slice rule ncnn has for it
@@ -50,24 +50,32 @@ CASES = [
     ((4, 1, 6, 6), 6),
     ((4, 1, 6, 6), 36),
 ]
+EPS_VALUES = [1e-6, 0.25]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
+def check(params, weights, inputs):
+    return check_norm("LayerNorm", params, weights, inputs, inputs[0].shape[-1] == 1 and params[0] == 1)
 
 
 @pytest.mark.parametrize("affine", [0, 1])
 @pytest.mark.parametrize("shape,affine_size", CASES, ids=str)
 def test_layernorm(shape, affine_size, affine):
-    case(shape, affine_size, affine)
+    check(*layernorm_case(shape, affine_size, affine))
 
 
-@pytest.mark.parametrize("eps", [1e-6, 0.25])
+@pytest.mark.parametrize("eps", EPS_VALUES)
 def test_layernorm_eps_and_offset(eps):
-    case((4, 9, 11), 11, 1, eps=eps, offset=30.0)
-    case((12, 48), 48, 1, eps=eps, offset=-30.0)
+    for case in eps_and_offset_cases(eps):
+        check(*case)
 
 
 def test_layernorm_without_affine_ignores_a_stale_size():
     # affine=0 reads no weights; a 3-D slice is then a row only when affine_size == w
-    case((3, 5, 6), 0, 0)
-    case((2, 3, 5, 6), 30, 0)
+    check(*layernorm_case((3, 5, 6), 0, 0))
+    check(*layernorm_case((2, 3, 5, 6), 30, 0))
 
 
 @pytest.mark.parametrize(

@@ -10,25 +10,38 @@ from oracle import SHAPES_1D, SHAPES_2D, SHAPES_3D, check_layer, randn, rng, run
 PATHS = ("layer", "inplace", "net")
 
 
+# -- shared with test_lrn_vulkan.py --------------------------------------------------------------
+
+SHAPES = SHAPES_1D + SHAPES_2D + SHAPES_3D
+LOCAL_SIZES = [1, 2, 3, 4, 7, 11]
+REGIONS = pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
+
+
+def lrn_input(shape, params, scale=2.0):
+    return randn(rng("lrn", shape, sorted(params.items())), shape, scale)
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
 def case(shape, params, scale=2.0):
-    x = randn(rng("lrn", shape, sorted(params.items())), shape, scale)
-    return check_layer("LRN", params, [], [x], paths=PATHS)
+    return check_layer("LRN", params, [], [lrn_input(shape, params, scale)], paths=PATHS)
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
-@pytest.mark.parametrize("shape", SHAPES_1D + SHAPES_2D + SHAPES_3D, ids=str)
+@REGIONS
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_lrn_defaults(shape, region):
     case(shape, {0: region})
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
-@pytest.mark.parametrize("local_size", [1, 2, 3, 4, 7, 11])
+@REGIONS
+@pytest.mark.parametrize("local_size", LOCAL_SIZES)
 def test_lrn_window_sizes(region, local_size):
     # even sizes: ncnn's channel window spans local_size + 1 channels but divides by local_size
     case((9, 6, 7), {0: region, 1: local_size})
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
+@REGIONS
 def test_lrn_alpha_beta_bias(region):
     case((6, 5, 8), {0: region, 1: 3, 2: 1e-2, 3: 0.5, 4: 2.0}, scale=5.0)
     case((6, 5, 8), {0: region, 1: 5, 2: 3.0, 3: 1.5, 4: 0.5})

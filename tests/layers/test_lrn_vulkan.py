@@ -1,6 +1,6 @@
 """LRN on the GPU (lrn_square + lrn_norm) over the option grid against the PyPI ncnn CPU fp32
 oracle: both regions, window sizes odd and even, alpha/beta/bias, 1-D..3-D, packed channels
-and rows and unpacked ones, 4-D refused."""
+and rows and unpacked ones, 4-D refused; test_lrn.py's shapes, sizes and inputs, and more."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ import logging
 import pytest
 from oracle import (
     GPU_GRID,
-    SHAPES_1D,
-    SHAPES_2D,
-    SHAPES_3D,
     check_layer_gpu,
     make_bin,
     make_param,
@@ -19,29 +16,29 @@ from oracle import (
     rng,
     run_net_gpu,
 )
+from test_lrn import LOCAL_SIZES, REGIONS, SHAPES, lrn_input
 
 pytestmark = pytest.mark.gpu
 
 
 def case(shape, params, scale=2.0, grid=None):
-    x = randn(rng("lrn-vk", shape, sorted(params.items())), shape, scale)
-    return check_layer_gpu("LRN", params, [], [x], grid=grid)
+    return check_layer_gpu("LRN", params, [], [lrn_input(shape, params, scale)], grid=grid)
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
-@pytest.mark.parametrize("shape", SHAPES_1D + SHAPES_2D + SHAPES_3D + [(8, 5, 7), (12,), (8, 3)], ids=str)
+@REGIONS
+@pytest.mark.parametrize("shape", SHAPES + [(8, 5, 7), (12,), (8, 3)], ids=str)
 def test_lrn_defaults(shape, region):
     case(shape, {0: region})
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
-@pytest.mark.parametrize("local_size", [1, 2, 3, 4, 7, 11])
+@REGIONS
+@pytest.mark.parametrize("local_size", LOCAL_SIZES)
 def test_lrn_window_sizes(region, local_size):
     case((8, 6, 7), {0: region, 1: local_size})
     case((9, 6, 7), {0: region, 1: local_size}, grid=["fp32", "fp16sa"])
 
 
-@pytest.mark.parametrize("region", [0, 1], ids=["across", "within"])
+@REGIONS
 def test_lrn_alpha_beta_bias(region):
     case((8, 5, 8), {0: region, 1: 3, 2: 1e-2, 3: 0.5, 4: 2.0}, scale=5.0)
     case((6, 5, 8), {0: region, 1: 5, 2: 3.0, 3: 1.5, 4: 0.5})

@@ -1,4 +1,6 @@
-"""MultiHeadAttention against the PyPI ncnn oracle (and a numpy reference for the kv cache)."""
+"""MultiHeadAttention against the PyPI ncnn oracle (and a numpy reference for the kv cache).
+
+The case builders (``*_cases``) are shared with test_multiheadattention_vulkan.py."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
 
 
-def _weights(g, E, qdim, kdim, vdim, fp16=False):
+def mha_weights(g, E, qdim, kdim, vdim, fp16=False):
     ws = []
     for rows, cols in ((E, qdim), (E, kdim), (E, vdim), (qdim, E)):
         ws += [(randn(g, (rows * cols,), 0.3), "fp16" if fp16 else 0), (randn(g, (rows,), 0.5), 1)]
@@ -47,55 +49,89 @@ def _reference(ws, params, q, k, v, mask=None, cache=None):
     return out, ka.T, va.T
 
 
-@pytest.mark.parametrize("E,H,S", [(16, 4, 5), (8, 1, 1), (12, 3, 7), (64, 8, 32)])
-def test_self_attention(E, H, S):
+# -- the cases: lists of (params, weights, inputs), shared with the GPU test --------------------
+
+SELF_SHAPES = [(16, 4, 5), (8, 1, 1), (12, 3, 7), (64, 8, 32)]  # E, H, S
+TWO_INPUT_DIMS = [(12, 10, 10, 5, 7), (16, 16, 16, 1, 9), (6, 20, 20, 13, 1)]  # qdim, kdim, vdim, S, L
+THREE_INPUT_DIMS = [(12, 10, 8, 5, 7), (16, 4, 24, 7, 13)]
+
+
+def self_attention_cases(E, H, S):
     g = rng("mha self", E, H, S)
     qdim = E  # k and v come from q: kdim and vdim take embed_dim
-    ws = _weights(g, E, qdim, qdim, qdim)
-    check_layer("MultiHeadAttention", {0: E, 1: H, 2: E * qdim}, ws, [randn(g, (S, qdim))])
+    ws = mha_weights(g, E, qdim, qdim, qdim)
+    return [({0: E, 1: H, 2: E * qdim}, ws, [randn(g, (S, qdim))])]
 
 
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", [(12, 10, 10, 5, 7), (16, 16, 16, 1, 9), (6, 20, 20, 13, 1)])
-def test_two_inputs(qdim, kdim, vdim, S, L):
+def two_inputs_cases(qdim, kdim, vdim, S, L):
     E, H = 16, 2
     g = rng("mha qk", qdim, kdim, S, L)
-    ws = _weights(g, E, qdim, kdim, vdim)
+    ws = mha_weights(g, E, qdim, kdim, vdim)
     params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
-    check_layer("MultiHeadAttention", params, ws, [randn(g, (S, qdim)), randn(g, (L, kdim))])
+    return [(params, ws, [randn(g, (S, qdim)), randn(g, (L, kdim))])]
 
 
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", [(12, 10, 8, 5, 7), (16, 4, 24, 7, 13)])
-def test_three_inputs(qdim, kdim, vdim, S, L):
+def three_inputs_cases(qdim, kdim, vdim, S, L):
+    """Plain, with a custom scale, with fp16-stored weights: {label: (params, weights, inputs)}."""
     E, H = 16, 4
     g = rng("mha qkv", qdim, kdim, vdim, S, L)
-    ws = _weights(g, E, qdim, kdim, vdim)
+    ws = mha_weights(g, E, qdim, kdim, vdim)
     params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
     inputs = [randn(g, (S, qdim)), randn(g, (L, kdim)), randn(g, (L, vdim))]
-    check_layer("MultiHeadAttention", params, ws, inputs)
-    check_layer("MultiHeadAttention", {**params, 6: 0.3}, ws, inputs)
-    check_layer("MultiHeadAttention", params, _weights(g, E, qdim, kdim, vdim, fp16=True), inputs)
+    return {
+        "plain": (params, ws, inputs),
+        "scale": ({**params, 6: 0.3}, ws, inputs),
+        "fp16 weights": (params, mha_weights(g, E, qdim, kdim, vdim, fp16=True), inputs),
+    }
 
 
-@pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("n_qkv", [1, 2, 3])
-def test_attn_mask(per_head, n_qkv):
+def attn_mask_cases(per_head, n_qkv):
     E, H, S = 16, 4, 6
     L = S if n_qkv == 1 else 9
     g = rng("mha mask", per_head, n_qkv)
     dim = 16 if n_qkv == 1 else 10
-    ws = _weights(g, E, 16, dim, dim)
+    ws = mha_weights(g, E, 16, dim, dim)
     params = {0: E, 1: H, 2: E * 16, 3: dim, 4: dim, 5: 1}
     inputs = [randn(g, (S, 16))] + [randn(g, (L, dim)) for _ in range(n_qkv - 1)]
     mask = randn(g, (H, S, L) if per_head else (S, L), 2.0)
     # a causal-style -inf-ish mask as models use, plus random values
     mask[..., 0, 1:] = -1e4
-    check_layer("MultiHeadAttention", params, ws, [*inputs, mask])
+    return [(params, ws, [*inputs, mask])]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
+def _check(cases):
+    for params, weights, inputs in cases:
+        check_layer("MultiHeadAttention", params, weights, inputs)
+
+
+@pytest.mark.parametrize("E,H,S", SELF_SHAPES)
+def test_self_attention(E, H, S):
+    _check(self_attention_cases(E, H, S))
+
+
+@pytest.mark.parametrize("qdim,kdim,vdim,S,L", TWO_INPUT_DIMS)
+def test_two_inputs(qdim, kdim, vdim, S, L):
+    _check(two_inputs_cases(qdim, kdim, vdim, S, L))
+
+
+@pytest.mark.parametrize("qdim,kdim,vdim,S,L", THREE_INPUT_DIMS)
+def test_three_inputs(qdim, kdim, vdim, S, L):
+    _check(three_inputs_cases(qdim, kdim, vdim, S, L).values())
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+@pytest.mark.parametrize("n_qkv", [1, 2, 3])
+def test_attn_mask(per_head, n_qkv):
+    _check(attn_mask_cases(per_head, n_qkv))
 
 
 def test_matches_numpy_definition():
     E, H, S, L = 16, 4, 5, 7
     g = rng("mha np")
-    ws = _weights(g, E, 12, 10, 8)
+    ws = mha_weights(g, E, 12, 10, 8)
     params = {0: E, 1: H, 2: E * 12, 3: 10, 4: 8, 5: 1}
     q, k, v, m = randn(g, (S, 12)), randn(g, (L, 10)), randn(g, (L, 8)), randn(g, (S, L))
     ret, out = run_layer("MultiHeadAttention", params, ws, [q, k, v, m])
@@ -112,7 +148,7 @@ def test_kv_cache(mode, mask):
     E, H, S, L, P = 16, 4, 5, 7, 3
     g = rng("mha cache", mode, mask)
     dim = 16 if mode == "self" else 10
-    ws = _weights(g, E, 16, dim, dim)
+    ws = mha_weights(g, E, 16, dim, dim)
     params = {0: E, 1: H, 2: E * 16, 3: dim, 4: dim, 7: 1, 5: int(mask)}
     q = randn(g, (S, 16))
     kv = {"self": [], "cross": [randn(g, (L, dim))], "cross3": [randn(g, (L, dim)), randn(g, (L, dim))]}[mode]
@@ -147,7 +183,7 @@ def _rejects(caplog, params, weights, inputs, words, n_outputs=1):
 def test_bad_inputs(caplog):
     E, H = 16, 4
     g = rng("mha bad")
-    ws = _weights(g, E, 12, 10, 8)
+    ws = mha_weights(g, E, 12, 10, 8)
     params = {0: E, 1: H, 2: E * 12, 3: 10, 4: 8}
     q, k, v = randn(g, (5, 12)), randn(g, (7, 10)), randn(g, (7, 8))
     _rejects(caplog, params, ws, [q[:, :11], k, v], "rows of 12")

@@ -1,5 +1,6 @@
 """MultiHeadAttention on the GPU over the option grid: self-attention, two and three inputs,
-custom scale, fp16-stored weights, both attention mask forms; kv_cache stays on the CPU."""
+custom scale, fp16-stored weights, both attention mask forms (test_multiheadattention.py's
+cases); kv_cache stays on the CPU."""
 
 from __future__ import annotations
 
@@ -7,59 +8,47 @@ import logging
 
 import pytest
 from oracle import GPU_GRID, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_multiheadattention import (
+    SELF_SHAPES,
+    THREE_INPUT_DIMS,
+    TWO_INPUT_DIMS,
+    attn_mask_cases,
+    mha_weights,
+    self_attention_cases,
+    three_inputs_cases,
+    two_inputs_cases,
+)
 
 pytestmark = pytest.mark.gpu
 
 
-def _weights(g, E, qdim, kdim, vdim, fp16=False):
-    ws = []
-    for rows, cols in ((E, qdim), (E, kdim), (E, vdim), (qdim, E)):
-        ws += [(randn(g, (rows * cols,), 0.3), "fp16" if fp16 else 0), (randn(g, (rows,), 0.5), 1)]
-    return ws
+def _check(cases, grid=None):
+    for params, weights, inputs in cases:
+        check_layer_gpu("MultiHeadAttention", params, weights, inputs, grid=grid)
 
 
-@pytest.mark.parametrize("E,H,S", [(16, 4, 5), (8, 1, 1), (12, 3, 7), (64, 8, 32)])
+@pytest.mark.parametrize("E,H,S", SELF_SHAPES)
 def test_self_attention(E, H, S):
-    g = rng("mha-vk self", E, H, S)
-    ws = _weights(g, E, E, E, E)
-    check_layer_gpu("MultiHeadAttention", {0: E, 1: H, 2: E * E}, ws, [randn(g, (S, E))])
+    _check(self_attention_cases(E, H, S))
 
 
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", [(12, 10, 10, 5, 7), (16, 16, 16, 1, 9), (6, 20, 20, 13, 1)])
+@pytest.mark.parametrize("qdim,kdim,vdim,S,L", TWO_INPUT_DIMS)
 def test_two_inputs(qdim, kdim, vdim, S, L):
-    E, H = 16, 2
-    g = rng("mha-vk qk", qdim, kdim, S, L)
-    ws = _weights(g, E, qdim, kdim, vdim)
-    params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
-    check_layer_gpu("MultiHeadAttention", params, ws, [randn(g, (S, qdim)), randn(g, (L, kdim))])
+    _check(two_inputs_cases(qdim, kdim, vdim, S, L))
 
 
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", [(12, 10, 8, 5, 7), (16, 4, 24, 7, 13)])
+@pytest.mark.parametrize("qdim,kdim,vdim,S,L", THREE_INPUT_DIMS)
 def test_three_inputs(qdim, kdim, vdim, S, L):
-    E, H = 16, 4
-    g = rng("mha-vk qkv", qdim, kdim, vdim, S, L)
-    ws = _weights(g, E, qdim, kdim, vdim)
-    params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
-    inputs = [randn(g, (S, qdim)), randn(g, (L, kdim)), randn(g, (L, vdim))]
-    check_layer_gpu("MultiHeadAttention", params, ws, inputs)
-    check_layer_gpu("MultiHeadAttention", {**params, 6: 0.3}, ws, inputs, grid=["fp32", "fp16s-pack"])
-    ws16 = _weights(g, E, qdim, kdim, vdim, fp16=True)
-    check_layer_gpu("MultiHeadAttention", params, ws16, inputs, grid=["fp32", "fp16sa"])
+    cases = three_inputs_cases(qdim, kdim, vdim, S, L)
+    _check([cases["plain"]])
+    _check([cases["scale"]], grid=["fp32", "fp16s-pack"])
+    _check([cases["fp16 weights"]], grid=["fp32", "fp16sa"])
 
 
 @pytest.mark.parametrize("per_head", [False, True])
 @pytest.mark.parametrize("n_qkv", [1, 2, 3])
 def test_attn_mask(per_head, n_qkv):
-    E, H, S = 16, 4, 6
-    L = S if n_qkv == 1 else 9
-    g = rng("mha-vk mask", per_head, n_qkv)
-    dim = 16 if n_qkv == 1 else 10
-    ws = _weights(g, E, 16, dim, dim)
-    params = {0: E, 1: H, 2: E * 16, 3: dim, 4: dim, 5: 1}
-    inputs = [randn(g, (S, 16))] + [randn(g, (L, dim)) for _ in range(n_qkv - 1)]
-    mask = randn(g, (H, S, L) if per_head else (S, L), 2.0)
-    mask[..., 0, 1:] = -1e4
-    check_layer_gpu("MultiHeadAttention", params, ws, [*inputs, mask])
+    _check(attn_mask_cases(per_head, n_qkv))
 
 
 def test_kv_cache_runs_on_the_cpu():
@@ -67,7 +56,7 @@ def test_kv_cache_runs_on_the_cpu():
 
     E, H, S, P = 16, 4, 5, 3
     g = rng("mha-vk cache")
-    ws = _weights(g, E, 16, 16, 16)
+    ws = mha_weights(g, E, 16, 16, 16)
     params = {0: E, 1: H, 2: E * 16, 7: 1}
     inputs = [randn(g, (S, 16)), randn(g, (E, P)), randn(g, (E, P))]
     net = ncnn_c.Net()
@@ -81,7 +70,7 @@ def test_kv_cache_runs_on_the_cpu():
 def test_bad_mask_fails(caplog):
     E, H = 16, 4
     g = rng("mha-vk bad")
-    ws = _weights(g, E, 12, 10, 8)
+    ws = mha_weights(g, E, 12, 10, 8)
     params = {0: E, 1: H, 2: E * 12, 3: 10, 4: 8, 5: 1}
     inputs = [randn(g, (5, 12)), randn(g, (7, 10)), randn(g, (7, 8)), randn(g, (5, 6))]
     param = make_param("MultiHeadAttention", params, [x.shape for x in inputs], 1)

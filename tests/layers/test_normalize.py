@@ -1,4 +1,6 @@
-"""Normalize against the PyPI ncnn oracle: every norm region, eps mode, shared/per-channel scale."""
+"""Normalize against the PyPI ncnn oracle: every norm region, eps mode, shared/per-channel scale.
+
+The case builders are shared with test_normalize_vulkan.py."""
 
 from __future__ import annotations
 
@@ -12,16 +14,33 @@ from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
 PATHS = ("layer", "inplace", "net")
 
 
-def case(shape, params, scale_size=None, tiny=False):
+# -- the cases, shared with test_normalize_vulkan.py ---------------------------------------------
+
+REGIONS = [(1, 1), (1, 0), (0, 1), (0, 0)]  # (across_spatial, across_channel)
+
+
+def normalize_case(shape, params, scale_size=None, tiny=False):
+    """(params, weights, inputs) of a Normalize over a random ``shape`` input; the scale blob
+    holds one value (shared) or one per channel unless ``scale_size`` says otherwise."""
     g = rng("normalize", shape, sorted(params.items()))
     x = randn(g, shape, 1e-3 if tiny else 2.0)
     c = shape[0] if len(shape) >= 3 else 1
     n = scale_size if scale_size is not None else (1 if params.get(1, 0) else c)
-    p = {3: n, **params}
-    return check_layer("Normalize", p, [(randn(g, (n,)), 1)], [x], paths=PATHS)
+    return {3: n, **params}, [(randn(g, (n,)), 1)], [x]
 
 
-REGIONS = [(1, 1), (1, 0), (0, 1), (0, 0)]
+def eps_mode_params(spatial, channel, eps_mode):
+    """(params, tiny) pairs where the eps branch of ``eps_mode`` decides the result: tiny inputs
+    and a big eps, shared and per-channel scales."""
+    for tiny, eps, shared in itertools.product((False, True), (1e-4, 1e-2), (0, 1)):
+        yield {0: spatial, 4: channel, 1: shared, 2: eps, 9: eps_mode}, tiny
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
+def case(shape, params, scale_size=None, tiny=False):
+    return check_layer("Normalize", *normalize_case(shape, params, scale_size, tiny), paths=PATHS)
 
 
 @pytest.mark.parametrize("shared", [0, 1])
@@ -34,9 +53,8 @@ def test_normalize_regions(shape, spatial, channel, shared):
 @pytest.mark.parametrize("eps_mode", [0, 1, 2])
 @pytest.mark.parametrize("spatial,channel", REGIONS[:3], ids=str)
 def test_normalize_eps_modes(eps_mode, spatial, channel):
-    # tiny inputs and a big eps make every mode's eps branch decide the result
-    for tiny, eps, shared in itertools.product((False, True), (1e-4, 1e-2), (0, 1)):
-        case((5, 6, 7), {0: spatial, 4: channel, 1: shared, 2: eps, 9: eps_mode}, tiny=tiny)
+    for params, tiny in eps_mode_params(spatial, channel, eps_mode):
+        case((5, 6, 7), params, tiny=tiny)
 
 
 def test_normalize_default_is_across_channel():

@@ -1,28 +1,23 @@
 """Normalize on the GPU (the shared normalisation passes, sum-of-squares mode) over the option
 grid against the PyPI ncnn CPU fp32 oracle: every norm region, eps mode, shared/per-channel
-scale, every dims, packed and unpacked channel counts, long segments (chunked)."""
+scale, every dims, packed and unpacked channel counts, long segments (chunked). The case
+builders are test_normalize.py's."""
 
 from __future__ import annotations
 
-import itertools
 import logging
 
 import pytest
 from oracle import GPU_GRID, SHAPES_ALL, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_normalize import REGIONS, eps_mode_params, normalize_case
 
 pytestmark = pytest.mark.gpu
 
-REGIONS = [(1, 1), (1, 0), (0, 1), (0, 0)]
 QUICK = [(8, 5, 7), (3, 7, 13), (12,), (8, 3), (4, 2, 3, 5)]
 
 
 def case(shape, params, scale_size=None, tiny=False, grid=None):
-    g = rng("normalize-vk", shape, sorted(params.items()))
-    x = randn(g, shape, 1e-3 if tiny else 2.0)
-    c = shape[0] if len(shape) >= 3 else 1
-    n = scale_size if scale_size is not None else (1 if params.get(1, 0) else c)
-    p = {3: n, **params}
-    return check_layer_gpu("Normalize", p, [(randn(g, (n,)), 1)], [x], grid=grid)
+    return check_layer_gpu("Normalize", *normalize_case(shape, params, scale_size, tiny), grid=grid)
 
 
 @pytest.mark.parametrize("shared", [0, 1])
@@ -43,14 +38,8 @@ def test_normalize_regions_all_shapes(shape, spatial, channel, shared):
 @pytest.mark.parametrize("eps_mode", [0, 1, 2])
 @pytest.mark.parametrize("spatial,channel", REGIONS[:3], ids=str)
 def test_normalize_eps_modes(eps_mode, spatial, channel):
-    # tiny inputs and a big eps make every mode's eps branch decide the result
-    for tiny, eps, shared in itertools.product((False, True), (1e-4, 1e-2), (0, 1)):
-        case(
-            (8, 6, 7),
-            {0: spatial, 4: channel, 1: shared, 2: eps, 9: eps_mode},
-            tiny=tiny,
-            grid=["fp32", "fp16sa-pack"],
-        )
+    for params, tiny in eps_mode_params(spatial, channel, eps_mode):
+        case((8, 6, 7), params, tiny=tiny, grid=["fp32", "fp16sa-pack"])
 
 
 @pytest.mark.parametrize("spatial,channel", REGIONS[:3], ids=str)

@@ -1,7 +1,8 @@
 """GroupNorm, InstanceNorm and LayerNorm on the GPU (the shared meanvar passes) over the
 option grid against the PyPI ncnn CPU fp32 oracle: every dims, channel counts divisible by 4
 (packed) and not, group counts, LayerNorm's slice forms, affine on/off, segments long enough
-to split into chunks (the combine pass), large offsets (fp32 sets), bad blobs."""
+to split into chunks (the combine pass), large offsets (fp32 sets), bad blobs. LayerNorm's
+cases are test_layernorm.py's, with more."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import logging
 import numpy as np
 import pytest
 from oracle import GPU_GRID, SHAPES_ALL, check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_groupnorm import GROUPS, groupnorm_case
+from test_instancenorm import instancenorm_case
+from test_layernorm import CASES, EPS_VALUES, eps_and_offset_cases, layernorm_case
 
 pytestmark = pytest.mark.gpu
 
@@ -33,15 +37,10 @@ def _weights(g, n, affine):
 
 
 def groupnorm(shape, group, affine=1, offset=0.0, grid=None, eps=None):
-    g = rng("groupnorm-vk", shape, group, affine)
-    c = shape[0]
-    params = {0: group, 1: c, 3: affine}
-    if eps is not None:
-        params[2] = eps
-    x = randn(g, shape, 2.0) + np.float32(offset)
+    params, weights, inputs = groupnorm_case(shape, group, affine, eps, offset=offset)
     if int(np.prod(shape)) // group == 1 and not affine:
-        return _zeros_check("GroupNorm", params, x)
-    return check_layer_gpu("GroupNorm", params, _weights(g, c, affine), [x], grid=grid)
+        return _zeros_check("GroupNorm", params, inputs[0])
+    return check_layer_gpu("GroupNorm", params, weights, inputs, grid=grid)
 
 
 @pytest.mark.parametrize("affine", [0, 1])
@@ -53,15 +52,10 @@ def test_groupnorm_one_group(shape, affine):
 @pytest.mark.parametrize("affine", [0, 1])
 @pytest.mark.parametrize(
     "shape,group",
-    [
-        ((64,), 8),
-        ((16, 32), 4),
-        ((16, 32), 16),  # one packed row spans 4 groups
-        ((16, 8, 8), 4),
+    # test_groupnorm.py's, where (16, 32) in 16 groups has one packed row span 4 groups, plus
+    GROUPS
+    + [
         ((16, 8, 8), 8),  # 2 channels a group: a packed channel spans 2 groups
-        ((6, 5, 7), 3),
-        ((4, 1, 6, 6), 2),
-        ((8, 3, 5, 7), 8),
         ((32, 40, 40), 8),  # 6400 values a group: several chunks
     ],
     ids=str,
@@ -78,15 +72,10 @@ def test_groupnorm_offset():
 
 
 def instancenorm(shape, affine=1, offset=0.0, grid=None, eps=None):
-    g = rng("instancenorm-vk", shape, affine)
-    c = shape[0] if len(shape) >= 3 else 1
-    params = {0: c, 2: affine}
-    if eps is not None:
-        params[1] = eps
-    x = randn(g, shape, 2.0) + np.float32(offset)
-    if int(np.prod(shape)) // c == 1 and not affine:
-        return _zeros_check("InstanceNorm", params, x)
-    return check_layer_gpu("InstanceNorm", params, _weights(g, c, affine), [x], grid=grid)
+    params, weights, inputs = instancenorm_case(shape, affine, eps, offset)
+    if int(np.prod(shape)) // params[0] == 1 and not affine:
+        return _zeros_check("InstanceNorm", params, inputs[0])
+    return check_layer_gpu("InstanceNorm", params, weights, inputs, grid=grid)
 
 
 @pytest.mark.parametrize("affine", [0, 1])
@@ -105,37 +94,17 @@ def test_instancenorm_eps_and_offset(eps):
 
 
 def layernorm(shape, affine_size, affine=1, offset=0.0, grid=None, eps=None):
-    g = rng("layernorm-vk", shape, affine_size, affine)
-    params = {0: affine_size, 2: affine}
-    if eps is not None:
-        params[1] = eps
-    x = randn(g, shape, 2.0) + np.float32(offset)
+    params, weights, inputs = layernorm_case(shape, affine_size, affine, eps, offset)
     if affine_size == 1 and not affine:
-        return _zeros_check("LayerNorm", params, x)
-    return check_layer_gpu("LayerNorm", params, _weights(g, affine_size, affine), [x], grid=grid)
+        return _zeros_check("LayerNorm", params, inputs[0])
+    return check_layer_gpu("LayerNorm", params, weights, inputs, grid=grid)
 
 
-LN_CASES = [
-    ((1,), 1),
-    ((7,), 7),
-    ((64,), 64),
+# test_layernorm.py's cases, plus chunked segments and packed channels
+LN_CASES = CASES + [
     ((3000,), 3000),  # three chunks
-    ((1, 5), 5),
-    ((7, 13), 13),
-    ((16, 32), 32),
-    ((1, 1, 1), 1),
-    ((3, 7, 13), 13),  # rows
-    ((3, 7, 13), 91),  # whole channels
-    ((16, 8, 8), 8),
-    ((16, 8, 8), 64),
     ((8, 5, 7), 7),
     ((8, 5, 7), 35),
-    ((3, 227, 227), 227),
-    ((2, 3, 5, 7), 7),  # rows
-    ((2, 3, 5, 7), 35),  # depth planes
-    ((2, 3, 5, 7), 105),  # whole channels
-    ((4, 1, 6, 6), 6),
-    ((4, 1, 6, 6), 36),
     ((8, 3, 5, 7), 35),
 ]
 
@@ -146,10 +115,10 @@ def test_layernorm(shape, affine_size, affine):
     layernorm(shape, affine_size, affine)
 
 
-@pytest.mark.parametrize("eps", [1e-6, 0.25])
+@pytest.mark.parametrize("eps", EPS_VALUES)
 def test_layernorm_eps_and_offset(eps):
-    layernorm((4, 9, 11), 11, 1, offset=30.0, grid=FP32, eps=eps)
-    layernorm((12, 48), 48, 1, offset=-30.0, grid=FP32, eps=eps)
+    for case in eps_and_offset_cases(eps):
+        check_layer_gpu("LayerNorm", *case, grid=FP32)
 
 
 # -- large blobs and the non-light path ------------------------------------------------------

@@ -28,12 +28,17 @@ PADS = [(1, 0, 0, 0, 0, 0), (0, 2, 0, 0, 0, 0), (0, 0, 3, 0, 0, 0), (0, 0, 0, 1,
         (0, 0, 0, 0, 1, 0), (0, 0, 0, 0, 0, 2), (1, 2, 2, 1, 1, 1), (2, 1, 1, 3, 2, 0)]  # fmt: skip
 
 
-def _params(pads, ptype, value=0.0):
+# -- the case builders, shared with test_padding_vulkan.py ---------------------------------------
+
+
+def pads_params(pads, ptype, value=0.0):
+    """Padding params for (top, bottom, left, right, front, behind) pads of type ``ptype``."""
     p = dict(zip((0, 1, 2, 3, 7, 8), pads, strict=True))
     return {k: v for k, v in p.items() if v} | {4: ptype, 5: value}
 
 
-def _fits_reflect(shape, pads):
+def fits_reflect(shape, pads):
+    """Whether reflect padding can take these pads: each under its axis' length."""
     t, b, left, r, f, bh = pads
     axes = {
         1: [(left, r)],
@@ -44,14 +49,25 @@ def _fits_reflect(shape, pads):
     return all(max(p) < n for p, n in zip(axes[len(shape)], shape, strict=True) if max(p))
 
 
+def per_channel_case(shape, pads):
+    """(params, weights) of constant padding with one value per output channel (3-D: front
+    and behind pads add channels) and a fill value the values override."""
+    nvalues = shape[0] + (pads[4] + pads[5] if len(shape) == 3 else 0)
+    values = np.arange(1, nvalues + 1, dtype=np.float32) * np.float32(-0.5)
+    return pads_params(pads, 0, 9.0) | {6: nvalues}, [(values, 1)]
+
+
+# -- the CPU tests -------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("ptype", (0, 1, 2))
 def test_sides_and_types(shape, ptype):
     x = randn(rng("padding", shape), shape)
     for pads in PADS:
-        if ptype == 2 and not _fits_reflect(shape, pads):
+        if ptype == 2 and not fits_reflect(shape, pads):
             continue
-        check_layer("Padding", _params(pads, ptype, -1.25), [], [x], tol=0)
+        check_layer("Padding", pads_params(pads, ptype, -1.25), [], [x], tol=0)
 
 
 def test_defaults_and_no_pads():
@@ -64,24 +80,21 @@ def test_defaults_and_no_pads():
 def test_per_channel_values(shape):
     x = randn(rng("pad-pc", shape), shape)
     for pads in PADS:
-        nvalues = shape[0] + (pads[4] + pads[5] if len(shape) == 3 else 0)
-        values = np.arange(1, nvalues + 1, dtype=np.float32) * np.float32(-0.5)
-        params = _params(pads, 0, 9.0) | {6: nvalues}
-        check_layer("Padding", params, [(values, 1)], [x], tol=0)
+        check_layer("Padding", *per_channel_case(shape, pads), [x], tol=0)
 
 
 def test_per_channel_values_ignored_by_other_types_and_ranks():
     values = np.arange(1, 9, dtype=np.float32)
     x3 = randn(rng("pad-pc2"), (3, 7, 13))
-    check_layer("Padding", _params((1, 1, 1, 1, 1, 1), 1) | {6: 8}, [(values, 1)], [x3], tol=0)
+    check_layer("Padding", pads_params((1, 1, 1, 1, 1, 1), 1) | {6: 8}, [(values, 1)], [x3], tol=0)
     x2 = randn(rng("pad-pc3"), (7, 13))
-    check_layer("Padding", _params((1, 1, 1, 1, 0, 0), 0, 2.5) | {6: 8}, [(values, 1)], [x2], tol=0)
+    check_layer("Padding", pads_params((1, 1, 1, 1, 0, 0), 0, 2.5) | {6: 8}, [(values, 1)], [x2], tol=0)
 
 
 def test_big():
     x = randn(rng("pad-big"), (3, 227, 227))
     for ptype in (0, 1, 2):
-        check_layer("Padding", _params((3, 3, 3, 3, 0, 0), ptype, 0.5), [], [x], tol=0)
+        check_layer("Padding", pads_params((3, 3, 3, 3, 0, 0), ptype, 0.5), [], [x], tol=0)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """Padding on the GPU over the option grid: every side alone and together, constant /
 replicate / reflect, per-channel values, front/behind on channels (3-D, packed and not) and
-depth (4-D), 1-D to 4-D; too-long reflections and too few per-channel values refused."""
+depth (4-D), 1-D to 4-D; too-long reflections and too few per-channel values refused. The
+case builders are test_padding.py's; the pads lists differ (deeper front/behind here)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import numpy as np
 import pytest
 from oracle import check_layer_gpu, make_bin, make_param, randn, rng, run_net_gpu
+from test_padding import fits_reflect, pads_params, per_channel_case
 
 pytestmark = pytest.mark.gpu
 
@@ -28,62 +30,43 @@ PADS = [(1, 0, 0, 0, 0, 0), (0, 2, 0, 0, 0, 0), (0, 0, 3, 0, 0, 0), (0, 0, 0, 1,
         (0, 0, 0, 0, 1, 0), (0, 0, 0, 0, 0, 4), (1, 2, 2, 1, 1, 1), (2, 1, 1, 3, 2, 2)]  # fmt: skip
 
 
-def _params(pads, ptype, value=0.0):
-    p = dict(zip((0, 1, 2, 3, 7, 8), pads, strict=True))
-    return {k: v for k, v in p.items() if v} | {4: ptype, 5: value}
-
-
-def _fits_reflect(shape, pads):
-    t, b, left, r, f, bh = pads
-    axes = {
-        1: [(left, r)],
-        2: [(t, b), (left, r)],
-        3: [(f, bh), (t, b), (left, r)],
-        4: [(0, 0), (f, bh), (t, b), (left, r)],
-    }
-    return all(max(p) < n for p, n in zip(axes[len(shape)], shape, strict=True) if max(p))
-
-
 @pytest.mark.parametrize("ptype", (0, 1, 2))
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_sides_and_types(shape, ptype):
     x = randn(rng("padding", shape), shape)
     for pads in PADS:
-        if ptype == 2 and not _fits_reflect(shape, pads):
+        if ptype == 2 and not fits_reflect(shape, pads):
             continue
-        check("Padding", _params(pads, ptype, -1.25), [], [x], grid=FAST)
+        check("Padding", pads_params(pads, ptype, -1.25), [], [x], grid=FAST)
 
 
 @pytest.mark.parametrize("shape", [(8, 5, 7), (3, 7, 13), (4, 3, 6, 6)], ids=str)
 def test_full_grid(shape):
     x = randn(rng("padding-g", shape), shape)
     for ptype in (0, 1, 2):
-        check("Padding", _params((1, 2, 2, 1, 2, 2), ptype, 0.5), [], [x])
+        check("Padding", pads_params((1, 2, 2, 1, 2, 2), ptype, 0.5), [], [x])
 
 
 @pytest.mark.parametrize("shape", [(3, 7, 13), (8, 5, 7), (1, 1, 1), (4, 3, 6, 6), (2, 3, 5, 7)], ids=str)
 def test_per_channel_values(shape):
     x = randn(rng("pad-pc", shape), shape)
     for pads in PADS:
-        nvalues = shape[0] + (pads[4] + pads[5] if len(shape) == 3 else 0)
-        values = np.arange(1, nvalues + 1, dtype=np.float32) * np.float32(-0.5)
-        params = _params(pads, 0, 9.0) | {6: nvalues}
-        check("Padding", params, [(values, 1)], [x], grid=FAST)
+        check("Padding", *per_channel_case(shape, pads), [x], grid=FAST)
 
 
 def test_per_channel_values_ignored_by_other_types_and_ranks():
     values = np.arange(1, 9, dtype=np.float32)
     x3 = randn(rng("pad-pc2"), (3, 7, 13))
-    check("Padding", _params((1, 1, 1, 1, 1, 1), 1) | {6: 8}, [(values, 1)], [x3])
+    check("Padding", pads_params((1, 1, 1, 1, 1, 1), 1) | {6: 8}, [(values, 1)], [x3])
     x2 = randn(rng("pad-pc3"), (7, 13))
-    check("Padding", _params((1, 1, 1, 1, 0, 0), 0, 2.5) | {6: 8}, [(values, 1)], [x2])
+    check("Padding", pads_params((1, 1, 1, 1, 0, 0), 0, 2.5) | {6: 8}, [(values, 1)], [x2])
 
 
 def test_no_pads_and_big():
     check("Padding", {}, [], [randn(rng("pad-d"), (8, 7, 13))])
     x = randn(rng("pad-big"), (3, 227, 227))
     for ptype in (0, 1, 2):
-        check("Padding", _params((3, 3, 3, 3, 0, 0), ptype, 0.5), [], [x], grid=FAST)
+        check("Padding", pads_params((3, 3, 3, 3, 0, 0), ptype, 0.5), [], [x], grid=FAST)
 
 
 @pytest.mark.parametrize(
