@@ -95,6 +95,19 @@ class VulkanLayer:
         )  # fmt: skip
         return False
 
+    def in_elempack(self, cmd, bottom, elempack: int, opt):
+        """``bottom`` in ``elempack``: itself, or a copy converted on the GPU by the layer's
+        ``pipeline_packing``; an int error code (logged) when it cannot be converted."""
+        if bottom.elempack == elempack:
+            return bottom
+        pipeline = getattr(self, "pipeline_packing", None)
+        if bottom.elempack not in (1, 4) or pipeline is None:
+            log.error("%s %r: cannot take an elempack %d blob", self.type, self.name, bottom.elempack)
+            return -1
+        converted = type(bottom)()
+        record_convert(cmd, pipeline, bottom, converted, elempack, is_fp16(bottom), opt)
+        return -100 if converted.empty() else converted
+
     def accepts_vec4_channels(self, bottom) -> bool:
         """Whether ``bottom``'s channels start 16-byte aligned, as shaders that read a blob
         as vec4s need (every VkMat's are: ncnn aligns cstep); logs if not."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolution1d import Convolution1D
-from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16, record_convert
+from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16
 from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
@@ -115,15 +115,9 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
             log.error("Convolution1D %r: needs a 2-D blob, got dims %d", self.name, bottom.dims)
             return -1
         in_pack = 4 if self._in_pack4 else 1
-        if bottom.elempack != in_pack:
-            if bottom.elempack not in (1, 4) or self.pipeline_packing is None:
-                log.error("Convolution1D %r: cannot take an elempack %d blob", self.name, bottom.elempack)
-                return -1
-            converted = type(bottom)()
-            record_convert(cmd, self.pipeline_packing, bottom, converted, in_pack, is_fp16(bottom), opt)
-            if converted.empty():
-                return -100
-            bottom = converted
+        bottom = self.in_elempack(cmd, bottom, in_pack, opt)
+        if isinstance(bottom, int):
+            return bottom
         w, channels = bottom.w, bottom.h * in_pack
         if channels != self.num_input():
             log.error(

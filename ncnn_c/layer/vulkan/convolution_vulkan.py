@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
-from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, record_convert, upload_weights
+from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -328,15 +328,9 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         if bottom.dims != 3:
             return int(self.accepts_3d(bottom)) - 1
         in_pack = 4 if self._in_pack4 else 1
-        if bottom.elempack != in_pack:
-            if bottom.elempack not in (1, 4) or self.pipeline_packing is None:
-                log.error("Convolution %r: cannot take an elempack %d blob", self.name, bottom.elempack)
-                return -1
-            converted = type(bottom)()
-            record_convert(cmd, self.pipeline_packing, bottom, converted, in_pack, is_fp16(bottom), opt)
-            if converted.empty():
-                return -100
-            bottom = converted
+        bottom = self.in_elempack(cmd, bottom, in_pack, opt)
+        if isinstance(bottom, int):
+            return bottom
         # the elempack 1 shader reads its bottom as vec4s
         if in_pack == 1 and not self.accepts_vec4_channels(bottom):
             return -1

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolutiondepthwise import ConvolutionDepthWise
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, record_convert, upload_weights
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
 from .convolution_vulkan import _ACT_PARAM_COUNT, conv_pads
 
 if TYPE_CHECKING:
@@ -133,17 +133,10 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
             return int(self.accepts_3d(bottom)) - 1
         depthwise = self._depthwise()
         pack4 = depthwise and bottom.elempack == 4 and self.pipeline_depthwise_pack4 is not None
-        if bottom.elempack != 1 and not pack4:
-            if bottom.elempack != 4 or self.pipeline_packing is None:
-                log.error(
-                    "ConvolutionDepthWise %r: cannot take an elempack %d blob", self.name, bottom.elempack
-                )
-                return -1
-            unpacked = type(bottom)()
-            record_convert(cmd, self.pipeline_packing, bottom, unpacked, 1, is_fp16(bottom), opt)
-            if unpacked.empty():
-                return -100
-            bottom = unpacked
+        if not pack4:
+            bottom = self.in_elempack(cmd, bottom, 1, opt)
+            if isinstance(bottom, int):
+                return bottom
         elempack = bottom.elempack
         w, h, channels = bottom.w, bottom.h, bottom.c * elempack
         if channels != self.num_input():

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..deconvolution import Deconvolution, flat_weights
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, record_convert
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16
 from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
@@ -150,15 +150,9 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         if bottom.dims != 3:
             return int(self.accepts_3d(bottom)) - 1
         in_pack = 4 if self._in_pack4 else 1
-        if bottom.elempack != in_pack:
-            if bottom.elempack not in (1, 4) or self.pipeline_packing is None:
-                log.error("%s %r: cannot take an elempack %d blob", self.type, self.name, bottom.elempack)
-                return -1
-            converted = type(bottom)()
-            record_convert(cmd, self.pipeline_packing, bottom, converted, in_pack, is_fp16(bottom), opt)
-            if converted.empty():
-                return -100
-            bottom = converted
+        bottom = self.in_elempack(cmd, bottom, in_pack, opt)
+        if isinstance(bottom, int):
+            return bottom
         inc = self._inc_g() * self.group
         if bottom.c * in_pack != inc:
             log.error(
