@@ -419,3 +419,23 @@ def test_without_device_stays_cpu(layer_type):
         assert layer.load_model(ModelBinFromMatArray([Mat(_rand(6, 0))])) == 0
     assert layer.create_pipeline(default_option()) == 0
     assert layer._pipelines == []
+
+
+@pytest.mark.parametrize(
+    "layer_type",
+    ["Convolution", "ConvolutionDepthWise", "Convolution1D", "Deconvolution", "DeconvolutionDepthWise"],
+)
+def test_dynamic_weight_layers_stay_on_the_cpu(layer_type):
+    """Weights arriving as a blob (param 19) have no GPU form: the layer says so at load_param."""
+    from ncnn_c.layer import create_layer_vulkan
+    from ncnn_c.paramdict import ParamDict
+
+    for dynamic in (0, 1):
+        layer = create_layer_vulkan(layer_type)
+        pd = ParamDict()
+        pd.set(0, 4)
+        pd.set(1, 3)
+        pd.set(6, 4 * 4 * 9)
+        pd.set(28 if layer_type.startswith("Deconvolution") else 19, dynamic)  # dynamic_weight
+        assert layer.load_param(pd) == 0
+        assert layer.support_vulkan is (not dynamic)

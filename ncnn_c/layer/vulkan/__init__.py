@@ -45,6 +45,13 @@ class VulkanLayer:
         self.support_vulkan = True
         self._pipelines: list = []
 
+    def check_params(self) -> int:
+        ret = super().check_params()  # type: ignore[misc]  # the Layer after this mixin in the MRO
+        if ret == 0 and getattr(self, "dynamic_weight", 0):
+            # weights arriving as a blob (the convolution family) are handled on the CPU
+            self.support_vulkan = False
+        return ret
+
     def create_pipeline(self, opt) -> int:
         # without a device (no GPU, or the layer masked off Vulkan) the layer runs on the CPU,
         # where it takes fp32 elempack-1 blobs like any CPU layer

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolution1d import Convolution1D
-from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16
+from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16, upload_weights
 from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
@@ -42,13 +42,6 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
         self._out_groups = 1
         self._in_pack4 = False
         self._out_pack4 = False
-
-    def check_params(self) -> int:
-        ret = super().check_params()
-        if ret == 0 and self.dynamic_weight:
-            # weights arriving as a blob are handled on the CPU
-            self.support_vulkan = False
-        return ret
 
     def create_pipeline_vk(self, opt) -> int:
         act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
@@ -81,9 +74,6 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
         return 16, 2 if self.num_output > 4 else 1
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         assert self._weight2d is not None  # load_model() prepared it
         g = self._out_groups
         blocks = -(-self.num_output // (4 * g))
@@ -96,14 +86,12 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
         else:
             # -> [blocks][inc * kw][g][4 out]
             weight = weight.reshape(blocks, g, 4, -1).transpose(0, 3, 1, 2)
-        self.weight_data_gpu = VkMat()
-        cmd.record_upload(Mat(np.ascontiguousarray(weight).reshape(-1)), self.weight_data_gpu, opt)
+        self.weight_data_gpu = upload_weights(cmd, weight, opt)
         if self.bias_term:
             assert self._bias is not None  # load_model() prepared it
             bias = np.zeros(blocks * g * 4, np.float32)
             bias[: self.num_output] = self._bias.reshape(-1)
-            self.bias_data_gpu = VkMat()
-            cmd.record_upload(Mat(bias), self.bias_data_gpu, opt)
+            self.bias_data_gpu = upload_weights(cmd, bias, opt)
         return 0
 
     def release_gpu_data(self) -> None:

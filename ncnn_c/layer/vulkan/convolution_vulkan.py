@@ -124,13 +124,6 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         """(top, bottom, left, right) the CPU layer would pad (negative crops) for this input."""
         return conv_pads(self, h, w)
 
-    def check_params(self) -> int:
-        ret = super().check_params()
-        if ret == 0 and self.dynamic_weight:
-            # weights arriving as a blob are handled on the CPU
-            self.support_vulkan = False
-        return ret
-
     def _is_flat_1x1(self) -> bool:
         # SAME pads of a 1x1 stride-1 kernel are always zero
         return (

@@ -45,13 +45,6 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
         """SAME / explicit pads exactly as the GPU Convolution resolves them."""
         return conv_pads(self, h, w)
 
-    def check_params(self) -> int:
-        ret = super().check_params()
-        if ret == 0 and self.dynamic_weight:
-            # weights arriving as a blob are handled on the CPU
-            self.support_vulkan = False
-        return ret
-
     def _depthwise(self) -> bool:
         return self.group == self.num_output == self.num_input()
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..deconvolution import Deconvolution, flat_weights
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
 from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
@@ -46,13 +46,6 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         self._in_pack4 = False
         self._out_pack4 = False
         self._tile_w = 8
-
-    def check_params(self) -> int:
-        ret = super().check_params()
-        if ret == 0 and self.dynamic_weight:
-            # weights arriving as a blob are handled on the CPU
-            self.support_vulkan = False
-        return ret
 
     def _inc_g(self) -> int:
         return self.weight_data_size // (self.kernel_w * self.kernel_h * self.num_output)
@@ -103,13 +96,8 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         return 8 if int(getattr(self.vkdev.info, "type", 0)) == 3 else 2
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         def upload(array: np.ndarray) -> VkMat:
-            m = VkMat()
-            cmd.record_upload(Mat(np.ascontiguousarray(array, dtype=np.float32).reshape(-1)), m, opt)
-            return m
+            return upload_weights(cmd, np.asarray(array, dtype=np.float32), opt)
 
         g = self.group
         outc_g = self.num_output // g

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..gemm import Gemm
-from . import LOCAL_2D, VulkanLayer
+from . import LOCAL_2D, VulkanLayer, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -55,18 +55,13 @@ class Gemm_vulkan(VulkanLayer, Gemm):
         return 0 if self.pipeline_gemm else -1
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         if (self.constantA and self._A is None) or (self.constantB and self._B is None):
             self._prepare()
         for name, arr in (("A_gpu", self._A), ("B_gpu", self._B), ("C_gpu", self._C)):
             if arr is None:
                 continue
             # A as (M, K) and B as (K, N), row-major: the shader reads them with plain strides
-            vk = VkMat()
-            cmd.record_upload(Mat(np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)), vk, opt)
-            setattr(self, name, vk)
+            setattr(self, name, upload_weights(cmd, np.asarray(arr, dtype=np.float32), opt))
         return 0
 
     def release_gpu_data(self) -> None:

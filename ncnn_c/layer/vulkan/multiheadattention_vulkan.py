@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..multiheadattention import MultiHeadAttention
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer
+from . import LOCAL_1D, LOCAL_2D, VulkanLayer, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -53,15 +53,10 @@ class MultiHeadAttention_vulkan(VulkanLayer, MultiHeadAttention):
         return 0 if ok else -1
 
     def upload_model(self, cmd, opt) -> int:
-        from ...gpu.vkmat import VkMat
-        from ...mat import Mat
-
         for name in self._NAMES:
-            w, b = VkMat(), VkMat()
             # (out_features, in_features) row-major: the shader reads W^T through strides
-            cmd.record_upload(Mat(np.ascontiguousarray(self._w[name], np.float32).reshape(-1)), w, opt)
-            cmd.record_upload(Mat(np.ascontiguousarray(self._b[name], np.float32)), b, opt)
-            self.weights_gpu[name], self.biases_gpu[name] = w, b
+            self.weights_gpu[name] = upload_weights(cmd, np.asarray(self._w[name], np.float32), opt)
+            self.biases_gpu[name] = upload_weights(cmd, np.asarray(self._b[name], np.float32), opt)
         return 0
 
     def release_gpu_data(self) -> None:
