@@ -127,36 +127,36 @@ class VkCompute:
             return None  # a zero-size Mat (e.g. Mat(0)): nothing to copy
         raw = src.raw()
         n = min(raw.nbytes, dst.nbytes())
-        if dst.data.mapped_ptr:
-            # host visible (unified memory): the copy is the upload; vkQueueSubmit makes it visible
-            _vk.host_view(dst.data.mapped_ptr, n)[:] = raw[:n]
-            self._keep.append(dst)
-            return dst.data.mapped_ptr, n
-        staging = VkMat()
-        staging.create_like(src, self._staging_allocator(opt))
-        # allocated (same size as dst) from host-visible staging memory
-        assert staging.data is not None and staging.data.mapped_ptr is not None
-        _vk.host_view(staging.data.mapped_ptr, n)[:] = raw[:n]
-        self._copy(staging, dst, n)
-        return staging.data.mapped_ptr, n
 
-    def record_staged_upload(self, dst: VkMat, fill, opt=None) -> None:
-        """Upload into ``dst`` (allocated) bytes that ``fill(view)`` writes into a numpy uint8
-        view of host memory: ``dst``'s own when it is host visible, else a staging buffer
-        copied to it on the GPU. Lets a caller repack straight into the upload memory."""
+        def fill(view) -> None:
+            view[:] = raw[:n]
+
+        return self.record_staged_upload(dst, fill, opt, n)
+
+    def record_staged_upload(
+        self, dst: VkMat, fill, opt=None, nbytes: int | None = None
+    ) -> tuple[int, int] | None:
+        """Upload into ``dst`` (allocated) the first ``nbytes`` (default: all) that
+        ``fill(view)`` writes into a numpy uint8 view of host memory: ``dst``'s own when it is
+        host visible (unified memory: vkQueueSubmit makes the write visible), else a staging
+        buffer copied to it on the GPU. Lets a caller repack straight into the upload memory.
+        Returns (host address, byte count) of that memory, or None when ``dst`` is empty."""
         if dst.data is None:
-            return
-        n = dst.nbytes()
+            return None
+        n = dst.nbytes() if nbytes is None else nbytes
         host = dst.host_view()
         if host is not None:
-            fill(host)
+            fill(host[:n])
             self._keep.append(dst)
-            return
+            assert dst.data.mapped_ptr is not None  # host_view() exists only for mapped memory
+            return dst.data.mapped_ptr, n
         staging = VkMat()
         staging.create_like(dst, self._staging_allocator(opt))
+        # allocated (same size as dst) from host-visible staging memory
         assert staging.data is not None and staging.data.mapped_ptr is not None
         fill(_vk.host_view(staging.data.mapped_ptr, n))
         self._copy(staging, dst, n)
+        return staging.data.mapped_ptr, n
 
     def record_download(self, src: VkMat, dst, opt=None) -> None:
         """Make ``dst`` (a Mat) a copy of ``src``; it holds the data after ``submit_and_wait()``."""
