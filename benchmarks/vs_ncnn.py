@@ -187,22 +187,31 @@ class Runner:
         return summarize(self.times)[1] if self.times and not self.error else None
 
 
-def rss_of(lib_name: str, model: Model, shapes, device: str, threads: int) -> float | None:
-    """Peak RSS (MB) of a child process that runs ``model`` once with one library."""
+def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, extra=()) -> tuple[dict, str]:
+    """Run this script as a child with one library on ``model``: ({KEY: float} from its
+    ``KEY value`` lines, the last stderr line or "" when it exited 0)."""
     spec = [model.name, str(model.param), str(model.weights or ""), shapes]
     cmd = [sys.executable, __file__, "--child", lib_name, "--device", device, "--threads", str(threads)]
-    cmd += ["--child-model", json.dumps(spec)]
+    cmd += [*extra, "--child-model", json.dumps(spec)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
-        print(f"vs_ncnn: the {lib_name} RSS child for {model.name} timed out", file=sys.stderr)
-        return None
+        return {}, "timed out"
+    values = {}
     for line in r.stdout.splitlines():
-        if line.startswith("PEAK_RSS_MB "):
-            return float(line.split()[1])
-    last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-    print(f"vs_ncnn: the {lib_name} RSS child for {model.name} failed: {last}", file=sys.stderr)
-    return None
+        key, _, value = line.partition(" ")
+        if key in ("PEAK_RSS_MB", "MEDIAN_MS"):
+            values[key] = float(value)
+    error = "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["no output"])[-1]
+    return values, error
+
+
+def rss_of(lib_name: str, model: Model, shapes, device: str, threads: int) -> float | None:
+    """Peak RSS (MB) of a child process that runs ``model`` once with one library."""
+    values, error = _run_child(lib_name, model, shapes, device, threads)
+    if "PEAK_RSS_MB" not in values:
+        print(f"vs_ncnn: the {lib_name} RSS child for {model.name} failed: {error or 'no PEAK_RSS_MB line'}", file=sys.stderr)
+    return values.get("PEAK_RSS_MB")
 
 
 def peak_rss_mb() -> float:
@@ -240,22 +249,10 @@ def child(args) -> int:
 
 def timed_child(lib_name: str, model: Model, shapes, args) -> tuple[float | None, float | None, str]:
     """(median ms, peak RSS MB, error) of ``model`` timed in a child process of its own."""
-    spec = [model.name, str(model.param), str(model.weights or ""), shapes]
-    cmd = [sys.executable, __file__, "--child", lib_name, "--device", args.device]
-    cmd += ["--threads", str(args.threads), "--warmup", str(args.warmup), "--child-loops", str(args.loops)]
-    cmd += ["--child-model", json.dumps(spec)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return None, None, "timed out"
-    ms = rss = None
-    for line in r.stdout.splitlines():
-        if line.startswith("MEDIAN_MS "):
-            ms = float(line.split()[1])
-        elif line.startswith("PEAK_RSS_MB "):
-            rss = float(line.split()[1])
-    error = "" if ms is not None else (r.stderr.strip().splitlines() or ["no output"])[-1]
-    return ms, rss, error
+    extra = ["--warmup", str(args.warmup), "--child-loops", str(args.loops)]
+    values, error = _run_child(lib_name, model, shapes, args.device, args.threads, extra)
+    ms = values.get("MEDIAN_MS")
+    return ms, values.get("PEAK_RSS_MB"), "" if ms is not None else error or "no timing"
 
 
 def fmt(v: float | None, spec: str = ".2f") -> str:
