@@ -210,7 +210,10 @@ def rss_of(lib_name: str, model: Model, shapes, device: str, threads: int) -> fl
     """Peak RSS (MB) of a child process that runs ``model`` once with one library."""
     values, error = _run_child(lib_name, model, shapes, device, threads)
     if "PEAK_RSS_MB" not in values:
-        print(f"vs_ncnn: the {lib_name} RSS child for {model.name} failed: {error or 'no PEAK_RSS_MB line'}", file=sys.stderr)
+        print(
+            f"vs_ncnn: the {lib_name} RSS child for {model.name} failed: {error or 'no PEAK_RSS_MB line'}",
+            file=sys.stderr,
+        )
     return values.get("PEAK_RSS_MB")
 
 
