@@ -19,6 +19,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def spawn(timeout: float = 300, **kw) -> dict:
+    """Run this script in a fresh process with the arguments ``kw``; its JSON result (the
+    test fails with the child's stderr when it does)."""
+    import subprocess
+
+    res = subprocess.run(
+        [sys.executable, __file__, json.dumps(kw)], capture_output=True, text=True, timeout=timeout
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     import numpy as np
 

@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from _warm_child import spawn as warm
 from conftest import ROOT
 
 pytestmark = pytest.mark.gpu
 
-CHILD = ROOT / "tests" / "_warm_child.py"
 
 # A small network that reaches several shaders (convolution, its pack4 form, pooling, concat,
 # softmax, packing) but loads and runs in a few seconds on lavapipe.
@@ -56,14 +56,6 @@ def inproc(capsys, *args: str) -> tuple[int, str, str]:
         rc = int(e.code or 0)
     out, err = capsys.readouterr()
     return rc, out, err
-
-
-def warm(**kw) -> dict:
-    res = subprocess.run(
-        [sys.executable, str(CHILD), json.dumps(kw)], capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,16 @@ the same pipelines, and compute bit-identical outputs."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from _warm_child import spawn
 from conftest import MODELS, ROOT
 
 pytestmark = pytest.mark.gpu
 
-CHILD = ROOT / "tests" / "_warm_child.py"
 BENCH = MODELS / "benchmark"
 
 # small enough for the default run on lavapipe; the rest of the list runs with -m slow
@@ -25,11 +24,7 @@ MORE = ["mobilenet_yolo", "blazeface", "nanodet_m", "yolo-fastestv2", "mobilenet
 
 
 def child(**kw) -> dict:
-    res = subprocess.run(
-        [sys.executable, str(CHILD), json.dumps(kw)], capture_output=True, text=True, timeout=600
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return spawn(timeout=600, **kw)
 
 
 def cold_then_warm(name: str, tmp_path) -> None:

@@ -4,21 +4,18 @@ heuristic that keeps it off where it does not help (a CPU Vulkan device such as 
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
-from conftest import MODELS, ROOT
+from _warm_child import spawn as child
+from conftest import MODELS
 
 import ncnn_c as ncnn
 
 pytestmark = pytest.mark.gpu
 
-CHILD = ROOT / "tests" / "_warm_child.py"
 
 # Eight GPU layers with different shaders and shapes: enough work for every thread.
 NET = """7767517
@@ -34,14 +31,6 @@ Convolution conv2 1 1 pool1 conv2 0=12 1=1 5=1 6=192
 Pooling gap 1 1 conv2 gap 0=1 4=1
 Softmax prob 1 1 gap prob
 """
-
-
-def child(**kw) -> dict:
-    res = subprocess.run(
-        [sys.executable, str(CHILD), json.dumps(kw)], capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
