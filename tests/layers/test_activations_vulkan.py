@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from oracle import SHAPES_ALL, check_layer_gpu, randn, rng
+from test_activations import EXTREME_CASES, EXTREMES
 
 pytestmark = pytest.mark.gpu
 
@@ -82,30 +83,7 @@ def test_activation_all_shapes(layer_type, params, make, shape):
     _check(layer_type, params, make, shape)
 
 
-# values around exp's float32 overflow (|x| ~ 88.7) and ncnn's cut-offs
-EXTREMES = np.array(
-    [-1000, -100, -89, -88.5, -50, -20.5, -20, -10, -1e-3, 0, 1e-3, 10, 20, 20.5, 50, 88.5, 89, 100, 1000],
-    np.float32,
-)
-
-
-@pytest.mark.parametrize(
-    "layer_type, params",
-    [
-        ("Sigmoid", {}),
-        ("Swish", {}),
-        ("Mish", {}),
-        ("BNLL", {}),
-        ("ELU", {}),
-        ("SELU", {}),
-        ("GELU", {}),
-        ("GELU", {0: 1}),
-        ("TanH", {}),
-        ("HardSigmoid", {}),
-        ("HardSwish", {}),
-        ("Clip", {0: -60.0, 1: 60.0}),
-    ],
-)
+@pytest.mark.parametrize("layer_type, params", EXTREME_CASES)
 def test_activation_extremes(layer_type, params):
     # spread over 8 channels so the packed path sees them too
     x = np.tile(EXTREMES, (8, 2, 1))
