@@ -133,7 +133,7 @@ def _record_gemm(monkeypatch, policy: str, gpu: bool = False) -> list[bool]:
     monkeypatch.delenv("NCNN_C_CONV_GEMM", raising=False)
     monkeypatch.setattr(cv, "GEMM_POLICY", policy)
     if gpu:
-        monkeypatch.setattr(cv.Convolution_vulkan, "_cpu_device", lambda self: False)
+        monkeypatch.setattr(cv.Convolution_vulkan, "cpu_device", lambda self: False)
     runs: list[bool] = []
     forward = cv.Convolution_vulkan.forward_vk
 
@@ -233,7 +233,7 @@ def _selected(monkeypatch, policy, env, shape, num_output, k=3, packing=True, gp
         monkeypatch.setenv("NCNN_C_CONV_GEMM", env)
     # the device type decides "auto": pretend either way, so the test means the same on
     # lavapipe and on a real GPU
-    monkeypatch.setattr(cv.Convolution_vulkan, "_cpu_device", lambda self: not gpu)
+    monkeypatch.setattr(cv.Convolution_vulkan, "cpu_device", lambda self: not gpu)
     size = k * k * shape[0] * num_output
     net = ncnn_c.Net()
     net.opt.use_vulkan_compute = True

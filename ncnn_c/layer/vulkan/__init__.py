@@ -14,6 +14,7 @@ pipelines are created, and a fixed size keeps identical layers on one cached pip
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,19 @@ if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
+
+_VK_PHYSICAL_DEVICE_TYPE_CPU = 3
+
+
+def shader_policy(env: str, default: str) -> str:
+    """A per-device shader choice: "auto", "always" or "never", from the environment
+    variable ``env`` when set (case and spaces ignored), else ``default``; ValueError
+    naming ``env`` for anything else."""
+    policy = os.environ.get(env, "").strip().lower() or default
+    if policy not in ("auto", "always", "never"):
+        raise ValueError(f"{env} must be auto, always or never, not {policy!r}")
+    return policy
+
 
 # Work-group shapes: 64 invocations fill a warp/wavefront-sized SIMD unit everywhere and
 # stay under every device's minimum limit of 128 invocations.
@@ -44,6 +58,12 @@ class VulkanLayer:
         super().__init__()
         self.support_vulkan = True
         self._pipelines: list = []
+
+    def cpu_device(self) -> bool:
+        """Whether the layer's device is a CPU implementation of Vulkan (lavapipe), where
+        shaders are tuned differently (big register tiles, no shared-memory GEMM)."""
+        assert self.vkdev is not None  # asked only once the layer has a device
+        return int(getattr(self.vkdev.info, "type", 0)) == _VK_PHYSICAL_DEVICE_TYPE_CPU
 
     def check_params(self) -> int:
         ret = super().check_params()  # type: ignore[misc]  # the Layer after this mixin in the MRO

@@ -68,8 +68,7 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
         whole extract), 16 positions x 2 vec4s took 500-570 ms against 790-850 ms for 8 x 1;
         16 x 4 gained little more (455-465 ms, noisy on a shared box) for longer compiles.
         A GPU wants many light invocations (as Convolution_vulkan measured on an H200)."""
-        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
-        if int(getattr(self.vkdev.info, "type", 0)) != 3:  # VK_PHYSICAL_DEVICE_TYPE_CPU
+        if not self.cpu_device():
             return 4, 1
         return 16, 2 if self.num_output > 4 else 1
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
-from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, upload_weights
+from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, shader_policy, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -65,10 +65,7 @@ GEMM_TILE = (8, 8, 4, 1, 16)
 
 def gemm_policy() -> str:
     """GEMM_POLICY, or NCNN_C_CONV_GEMM when set; ValueError for anything else."""
-    policy = os.environ.get("NCNN_C_CONV_GEMM", "").strip().lower() or GEMM_POLICY
-    if policy not in ("auto", "always", "never"):
-        raise ValueError(f"NCNN_C_CONV_GEMM / GEMM_POLICY must be auto, always or never, not {policy!r}")
-    return policy
+    return shader_policy("NCNN_C_CONV_GEMM", GEMM_POLICY)
 
 
 def gemm_tile() -> tuple[int, int, int, int, int]:
@@ -167,7 +164,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             self.pipeline_packing = self.new_packing_pipeline(opt)
             if self.pipeline_packing is None:
                 return -1
-        if self._cpu_device() and opt.use_fp16_arithmetic:
+        if self.cpu_device() and opt.use_fp16_arithmetic:
             # llvmpipe emulates half arithmetic: fp32 accumulation is faster there (SqueezeNet
             # on lavapipe: 375 ms with fp16 arithmetic, 285 ms without) and more accurate
             opt = opt.copy()
@@ -181,10 +178,6 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             shader = "convolution_pack4" if self._in_pack4 else "convolution"
             self.pipeline_convolution = self.new_pipeline(shader, opt, specs, LOCAL_1D)
         return 0 if self.pipeline_convolution else -1
-
-    def _cpu_device(self) -> bool:
-        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
-        return int(getattr(self.vkdev.info, "type", 0)) == 3  # VK_PHYSICAL_DEVICE_TYPE_CPU
 
     def _use_gemm(self) -> bool:
         """Whether this layer runs as an implicit GEMM (sets ``_gemm_tile``).
@@ -203,7 +196,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         tile = gemm_tile()
         if policy == "auto":
             k = self.num_input() * self.kernel_w * self.kernel_h
-            if self._cpu_device() or self.num_output < GEMM_MIN_OUTC or k < GEMM_MIN_K:
+            if self.cpu_device() or self.num_output < GEMM_MIN_OUTC or k < GEMM_MIN_K:
                 return False
         assert self.vkdev is not None  # create_pipeline_vk runs only with a device
         info = self.vkdev.info
@@ -232,7 +225,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         pipelines 3x slower to build, so GPUs get the smallest tile the shaders allow (4
         positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model 0.52 s
         instead of 0.86 s)."""
-        if not self._cpu_device():
+        if not self.cpu_device():
             return 4, 2
         vec4s = -(-self.num_output // 4)
         if self._in_pack4:

@@ -51,9 +51,8 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
     def create_pipeline_vk(self, opt) -> int:
         act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
         act += [0.0] * (2 - len(act))
-        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
         # a CPU device (lavapipe) is bound by loads: longer row tiles reuse each loaded row more
-        self._tile_w = 8 if int(getattr(self.vkdev.info, "type", 0)) == 3 else 4
+        self._tile_w = 8 if self.cpu_device() else 4
         specs = [
             self.kernel_w,
             self.kernel_h,

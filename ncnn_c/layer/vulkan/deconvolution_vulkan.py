@@ -92,8 +92,7 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         Measured on lavapipe (64 -> 64 channels, 26x26 -> 52x52, 4x4 stride 2, whole
         extract): 1 output per invocation 360-415 ms, 4: 195-205 ms, 8: 135-195 ms, 16:
         150-190 ms. A GPU wants many light invocations: a small tile there."""
-        assert self.vkdev is not None  # create_pipeline_vk runs only with a device
-        return 8 if int(getattr(self.vkdev.info, "type", 0)) == 3 else 2
+        return 8 if self.cpu_device() else 2
 
     def upload_model(self, cmd, opt) -> int:
         def upload(array: np.ndarray) -> VkMat:

@@ -21,13 +21,12 @@ overrides the choice (the tests force it on lavapipe).
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..innerproduct import InnerProduct
-from . import LOCAL_1D, VulkanLayer, fp16_exact, numpy_shape, outer_extent, upload_weights
+from . import LOCAL_1D, VulkanLayer, fp16_exact, numpy_shape, outer_extent, shader_policy, upload_weights
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -40,14 +39,6 @@ _ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
 # (output vec4s, K lanes) of one innerproduct_splitk.comp work group; K lanes a power of 2
 SPLITK_LANES = (8, 32)
 SPLITK_MIN_INPUT = 512
-
-
-def splitk_policy() -> str:
-    """ "auto", "always" or "never": NCNN_C_IP_SPLITK when set; ValueError for anything else."""
-    policy = os.environ.get("NCNN_C_IP_SPLITK", "").strip().lower() or "auto"
-    if policy not in ("auto", "always", "never"):
-        raise ValueError(f"NCNN_C_IP_SPLITK must be auto, always or never, not {policy!r}")
-    return policy
 
 
 class InnerProduct_vulkan(VulkanLayer, InnerProduct):
@@ -71,13 +62,14 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         if self.pipeline_innerproduct is None:
             return -1
         try:
-            policy = splitk_policy()
+            policy = shader_policy("NCNN_C_IP_SPLITK", "auto")
         except ValueError as e:
             log.error("InnerProduct %r: %s", self.name, e)
             return -1
-        assert self._weight is not None and self.vkdev is not None  # prepared above; a device
-        gpu = int(getattr(self.vkdev.info, "type", 0)) != 3  # not VK_PHYSICAL_DEVICE_TYPE_CPU
-        if policy == "always" or (policy == "auto" and gpu and self._weight.shape[1] >= SPLITK_MIN_INPUT):
+        assert self._weight is not None  # prepared above
+        if policy == "always" or (
+            policy == "auto" and not self.cpu_device() and self._weight.shape[1] >= SPLITK_MIN_INPUT
+        ):
             local = (*SPLITK_LANES, 1)
             self.pipeline_innerproduct_splitk = self.new_pipeline(
                 "innerproduct_splitk", opt, [*specs, *SPLITK_LANES], local
