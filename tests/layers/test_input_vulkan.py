@@ -16,6 +16,17 @@ def test_input_through_relu(shape, name):
     x = randn(rng("input", shape), shape)
     ret, (out,) = run_net_gpu(make_param("ReLU", {0: 1.0}, [shape]), b"", [x], **GPU_GRID[name])
     assert ret == 0
-    # fp16 blobs or fp16 arithmetic (the value passes through an afp) round to fp16
-    fp16 = GPU_GRID[name]["use_fp16_storage"] or GPU_GRID[name]["use_fp16_arithmetic"]
-    np.testing.assert_array_equal(out, x.astype(np.float16).astype(np.float32) if fp16 else x)
+    flags = GPU_GRID[name]
+    rounded = x.astype(np.float16).astype(np.float32)
+    if flags["use_fp16_storage"]:
+        # fp16 blobs: every value is stored as a half
+        np.testing.assert_array_equal(out, rounded)
+    elif flags["use_fp16_arithmetic"]:
+        # fp32 blobs with fp16 arithmetic: the value passes through a float16_t, and a driver may
+        # keep that round trip in fp32 (the H200's does for some workgroup sizes: (7,), (8,) and
+        # (4, 2, 3, 5) came back unrounded, the other shapes rounded; lavapipe always rounds).
+        # Each element is therefore either the input or its fp16 rounding, nothing else.
+        ok = (out == x) | (out == rounded)
+        assert ok.all(), f"{(~ok).sum()} values are neither x nor x rounded to fp16"
+    else:
+        np.testing.assert_array_equal(out, x)
