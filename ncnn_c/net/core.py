@@ -397,10 +397,10 @@ class Net:
 
         ``net.pipeline_threads`` (or ``NCNN_C_PIPELINE_THREADS``) decides when set; 1 is
         serial. Otherwise the heuristic (docs/cache-startup.md, "Parallel pipeline creation"):
-        parallel only where the work can overlap and the pipelines are worth it: a GPU whose
-        driver compiles in vkCreateComputePipelines (not a CPU implementation such as
-        lavapipe, which defers its compile to the first dispatch), at least 4 GPU layers and
-        more than one core.
+        parallel where there are at least 4 GPU layers and more than one core: up to 8 threads
+        on a GPU, whose driver compiles in vkCreateComputePipelines; 2 on a CPU implementation
+        such as lavapipe, whose vkCreateComputePipelines runs Mesa's NIR passes (its LLVM
+        compile waits for the first dispatch) on the same cores as everything else.
         """
         n = self.pipeline_threads
         if n is None:
@@ -414,7 +414,7 @@ class Net:
         if n is None:
             info = getattr(self._vkdev, "info", None)
             cpu_device = int(getattr(info, "physical_device_type", 0) or 0) == _VK_PHYSICAL_DEVICE_TYPE_CPU
-            n = 1 if cpu_device or gpu_layers < 4 else min(8, cores)
+            n = 1 if gpu_layers < 4 else min(2 if cpu_device else 8, cores)
         return max(1, min(int(n), max(gpu_layers, 1)))
 
     def _create_pipelines(self, opts: list, parallel: set[int], threads: int) -> int:

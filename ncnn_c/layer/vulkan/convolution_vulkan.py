@@ -224,12 +224,20 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         light invocations instead: on an H200 big tiles made SqueezeNet 2.3x slower and its
         pipelines 3x slower to build, so GPUs get the smallest tile the shaders allow (4
         positions x 8 channels: steady 5.3 ms instead of 10.3, cold load_model 0.52 s
-        instead of 0.86 s)."""
+        instead of 0.86 s).
+
+        The elempack 4 tile on a CPU device is 8 positions x 32 channels, not 16 x 32: lavapipe's
+        vkCreateComputePipelines (Mesa's NIR passes over the unrolled tile, paid at every
+        start, warm or cold) grows faster than the tile: about 60 ms per variant at 8 x 32
+        against 105-170 ms at 16 x 32. Measured on the 2-core box, median of 3, fresh Mesa
+        cache, 2 pipeline threads: SqueezeNet v1.1 warm load_model 0.39 -> 0.21 s, inference
+        219 -> 204 ms; ResNet50 0.66 -> 0.43 s, inference 2.28 -> 2.79 s (still a third of
+        the PyPI ncnn's). 16 x 16 builds as fast as 8 x 32 but ran ResNet50 slower (2.89 s)."""
         if not self.cpu_device():
             return 4, 2
         vec4s = -(-self.num_output // 4)
         if self._in_pack4:
-            return 16, 8 if vec4s > 4 else max(1, vec4s)
+            return 8, 8 if vec4s > 4 else max(1, vec4s)
         # the elempack 1 shader loads weights in pairs: an even group count
         return 16, 4 if vec4s > 2 else 2
 
