@@ -128,6 +128,8 @@ class _Probe(ncnn.Layer):
     fail: set = set()
     uploads: list = []
     fail_upload: set = set()
+    events: list = []
+    hold_last_read: threading.Event | None = None
     lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -136,9 +138,22 @@ class _Probe(ncnn.Layer):
         self.support_inplace = True
         self.support_vulkan = True
 
+    def load_model(self, mb) -> int:
+        if self.name == "p5" and _Probe.hold_last_read is not None:
+            # the last read waits until p0 has been built, which only a streamed load does
+            # (a serial one would fail the load here after 30 s)
+            if not _Probe.hold_last_read.wait(30):
+                return -1
+        with _Probe.lock:
+            _Probe.events.append(("load", self.name))
+        return 0
+
     def create_pipeline(self, opt) -> int:
         with _Probe.lock:
             _Probe.seen.append((self.name, threading.current_thread().name, self.vkdev is not None))
+            _Probe.events.append(("create", self.name))
+        if self.name == "p0" and _Probe.hold_last_read is not None:
+            _Probe.hold_last_read.set()
         return -1 if self.name in _Probe.fail else 0
 
     def upload_model(self, cmd, opt) -> int:
@@ -167,8 +182,10 @@ def _probe_net(threads) -> ncnn.Net:
 @pytest.fixture
 def probe():
     _Probe.seen, _Probe.fail, _Probe.uploads, _Probe.fail_upload = [], set(), [], set()
+    _Probe.events, _Probe.hold_last_read = [], None
     yield _Probe
     _Probe.seen, _Probe.fail, _Probe.uploads, _Probe.fail_upload = [], set(), [], set()
+    _Probe.events, _Probe.hold_last_read = [], None
 
 
 def test_pool_threads_create_the_gpu_layers(probe):
@@ -181,6 +198,41 @@ def test_pool_threads_create_the_gpu_layers(probe):
     assert all(t.startswith("ncnn_c-pipeline") for t in threads)
     # progress: every layer (the Input too) once, in order, ending at the total
     assert done == [(i, 7) for i in range(1, 8)]
+    net.clear()
+
+
+def test_pool_builds_layers_while_later_weights_are_read(probe):
+    """A streamed load: p0's pipelines are created (and its weights uploaded) on the pool
+    before the last layer's weights have been read; each layer builds only after its read."""
+    probe.hold_last_read = threading.Event()
+    net = _probe_net(3)
+    assert net.load_model(ncnn.DataReaderFromEmpty()) == 0
+    events = probe.events
+    assert events.index(("create", "p0")) < events.index(("load", "p5"))
+    for i in range(6):
+        assert events.index(("load", f"p{i}")) < events.index(("create", f"p{i}"))
+    assert sorted(n for n, _, _ in probe.uploads) == [f"p{i}" for i in range(6)]
+    net.clear()
+
+
+def test_a_weight_failure_stops_the_streamed_load(probe, caplog):
+    """A read failure midway: reported as the weight failure, no layer after it is built, and
+    the layers already built are not submitted (nothing of a failed load runs)."""
+
+    class _Short(_Probe):
+        def load_model(self, mb) -> int:
+            return -100 if self.name == "p3" else super().load_model(mb)
+
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = True
+    net.pipeline_threads = 3
+    assert net.register_custom_layer("Probe", _Short) == 0
+    assert net.load_param_mem(PROBES) == 0
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        assert net.load_model(ncnn.DataReaderFromEmpty()) != 0
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "p3" in errors[0] and "weights" in errors[0], errors
+    assert {n for n, _, _ in probe.seen} <= {"p0", "p1", "p2"}
     net.clear()
 
 
@@ -315,7 +367,7 @@ def test_weights_upload_on_the_pool_with_a_command_buffer_per_thread(probe):
     assert sorted(n for n, _, _ in probe.uploads) == [f"p{i}" for i in range(6)]
     by_thread: dict = {}
     for _, thread, cmd in probe.uploads:
-        assert thread.startswith("ncnn_c-upload")
+        assert thread.startswith("ncnn_c-pipeline")
         by_thread.setdefault(thread, set()).add(cmd)
     # one VkCompute per worker, never shared between workers
     assert all(len(cmds) == 1 for cmds in by_thread.values())

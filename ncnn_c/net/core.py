@@ -300,18 +300,8 @@ class Net:
             return -1
         self._destroy_pipelines()
         mb = ModelBinFromDataReader(dr)
-        for i, layer in enumerate(self._layers):
-            start = mb.offset
-            ret = call_hook(layer.load_model, mb)
-            if ret != 0:
-                log.error(
-                    "load_model: %s failed to load its weights (%s) at byte offset %d",
-                    desc(i, layer),
-                    ret,
-                    start,
-                )
-                return -1
 
+        # the device first: with a pool, GPU layers build while later weights are still read
         use_vk = bool(self.opt.use_vulkan_compute) and self._acquire_vkdev() is not None
         if self.opt.use_vulkan_compute and not use_vk:
             log.warning("load_model: no Vulkan device available; running on the CPU")
@@ -322,71 +312,147 @@ class Net:
             self.opt.pipeline_cache = self._owned_cache
         if gpu is not None:
             vulkan_forward.mask_device_features(self.opt, self._vkdev)
-
-        self._pipelines = True
-        self._forget_plans()  # create_pipeline may change a layer's flags
         opts = [get_layer_option(self.opt, layer) for layer in self._layers]
-        on_gpu = []
-        for i, layer in enumerate(self._layers):
-            if use_vk and layer.support_vulkan and opts[i].use_vulkan_compute:
-                layer.vkdev = self._vkdev
-                on_gpu.append(i)
+        on_gpu = [
+            i
+            for i, layer in enumerate(self._layers)
+            if use_vk and layer.support_vulkan and opts[i].use_vulkan_compute
+        ]
         threads = self._pipeline_threads(len(on_gpu)) if use_vk else 1
-        if self._create_pipelines(opts, set(on_gpu) if threads > 1 else set(), threads) != 0:
+        if gpu is not None and threads > 1:
+            ret = self._load_streamed(mb, gpu, opts, on_gpu, threads)
+        else:
+            ret = self._load_serial(mb, gpu, opts, on_gpu)
+        if ret != 0:
+            return ret
+        if gpu is not None and vulkan_forward.create_layout_pipeline(self) != 0:
             return -1
-
-        if gpu is not None:
-            if self._upload_weights(gpu, threads) != 0:
-                return -1
-            if vulkan_forward.create_layout_pipeline(self) != 0:
-                return -1
         self._gpu_ready = use_vk
         return 0
 
-    def _upload_weights(self, gpu, threads: int) -> int:
-        """upload_model of every GPU layer, then one submit per command buffer used.
+    def _read_weights(self, mb, i: int, layer) -> int:
+        start = mb.offset
+        ret = call_hook(layer.load_model, mb)
+        if ret != 0:
+            log.error(
+                "load_model: %s failed to load its weights (%s) at byte offset %d", desc(i, layer), ret, start
+            )
+        return ret
 
-        With more than one thread (the same decision as pipeline creation: a discrete GPU),
-        layers upload on a thread pool, each worker recording into a VkCompute of its own:
-        the weight repacks (numpy, GIL released) overlap. Failures are reported in layer order.
-        """
-        layers = [(i, layer) for i, layer in enumerate(self._layers) if layer.vkdev is not None]
+    def _load_serial(self, mb, gpu, opts: list, on_gpu: list[int]) -> int:
+        """Every layer's weights, then every create_pipeline, then the uploads: one thread."""
+        for i, layer in enumerate(self._layers):
+            if self._read_weights(mb, i, layer) != 0:
+                return -1
+        self._pipelines = True
+        self._forget_plans()  # create_pipeline may change a layer's flags
+        for i in on_gpu:
+            self._layers[i].vkdev = self._vkdev
+        if self._create_pipelines(opts) != 0:
+            return -1
+        if gpu is not None and self._upload_weights(gpu) != 0:
+            return -1
+        return 0
+
+    def _load_streamed(self, mb, gpu, opts: list, on_gpu: list[int], threads: int) -> int:
+        """Weights read in order on this thread; as soon as a GPU layer has its weights, a
+        pool thread creates its pipelines and uploads them (a VkCompute per worker), while
+        this thread goes on reading: file reads, numpy repacks, pipeline creation and
+        allocation overlap (all release the GIL). CPU layers' create_pipeline follows on this
+        thread. Failures are reported as a serial load would: a weight failure first, then
+        the first failing layer in layer order."""
+        self._pipelines = True
+        self._forget_plans()  # create_pipeline may change a layer's flags
+        gpu_set = set(on_gpu)
+        local = threading.local()
         cmds: list = []
-        results: dict[int, object] = {}
-        if threads > 1 and len(layers) >= 4:
-            local = threading.local()
-            cmds_lock = threading.Lock()
+        cmds_lock = threading.Lock()
+        stop = threading.Event()
 
-            def upload(layer):
-                cmd = getattr(local, "cmd", None)
-                if cmd is None:
-                    cmd = local.cmd = gpu.VkCompute(self._vkdev)
-                    with cmds_lock:
-                        cmds.append(cmd)
-                return call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+        def build(i: int):
+            if stop.is_set():
+                return None
+            layer = self._layers[i]
+            ret = call_hook(layer.create_pipeline, opts[i])
+            if ret != 0:
+                return "create_pipeline", ret
+            cmd = getattr(local, "cmd", None)
+            if cmd is None:
+                cmd = local.cmd = gpu.VkCompute(self._vkdev)
+                with cmds_lock:
+                    cmds.append(cmd)
+            ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+            return ("upload_model", ret) if ret != 0 else None
 
-            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-upload") as pool:
-                futures = {i: pool.submit(upload, layer) for i, layer in layers}
-                for i, fut in futures.items():
-                    results[i] = fut.result()
-        else:
-            cmd = gpu.VkCompute(self._vkdev)
-            cmds.append(cmd)
-            for i, layer in layers:
-                results[i] = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
-                if results[i] != 0:
+        total = len(self._layers)
+        done = 0
+
+        def tick() -> None:
+            nonlocal done
+            done += 1
+            if self.load_progress is not None:
+                self.load_progress(done, total)
+
+        futures: dict[int, Future] = {}
+        failed = None
+        read_failed = False
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-pipeline")
+        try:
+            for i, layer in enumerate(self._layers):
+                if self._read_weights(mb, i, layer) != 0:
+                    read_failed = True
                     break
-        failed = next(((i, r) for i, r in sorted(results.items()) if r != 0), None)
+                if i in gpu_set:
+                    layer.vkdev = self._vkdev
+                    futures[i] = pool.submit(build, i)
+            if not read_failed:
+                for i, layer in enumerate(self._layers):
+                    if i in gpu_set:
+                        continue
+                    ret = call_hook(layer.create_pipeline, opts[i])
+                    if ret != 0:
+                        failed = (i, "create_pipeline", ret)
+                        break
+                    tick()
+                for i, fut in futures.items():
+                    r = fut.result()
+                    if r is not None and (failed is None or i < failed[0]):
+                        failed = (i, *r)
+                    if failed is None:
+                        tick()
+        finally:
+            if read_failed or failed is not None:
+                stop.set()
+            pool.shutdown(wait=True, cancel_futures=read_failed or failed is not None)
         ret = 0
         for cmd in cmds:
-            if failed is None and ret == 0:
+            if not read_failed and failed is None and ret == 0:
                 ret = cmd.submit_and_wait()
             else:
                 cmd.reset()  # nothing of a failed load is submitted
-        if failed is not None:
-            i, r = failed
-            log.error("load_model: %s upload_model failed (%s)", desc(i, self._layers[i]), r)
+        if read_failed:
             return -1
+        if failed is not None:
+            i, stage, r = failed
+            log.error("load_model: %s %s failed (%s)", desc(i, self._layers[i]), stage, r)
+            return -1
+        if ret != 0:
+            log.error("load_model: uploading weights to the GPU failed (%d)", ret)
+            return -1
+        return 0
+
+    def _upload_weights(self, gpu) -> int:
+        """upload_model of every GPU layer into one VkCompute, then one submit."""
+        cmd = gpu.VkCompute(self._vkdev)
+        for i, layer in enumerate(self._layers):
+            if layer.vkdev is None:
+                continue
+            ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
+            if ret != 0:
+                cmd.reset()  # nothing of a failed load is submitted
+                log.error("load_model: %s upload_model failed (%s)", desc(i, layer), ret)
+                return -1
+        ret = cmd.submit_and_wait()
         if ret != 0:
             log.error("load_model: uploading weights to the GPU failed (%d)", ret)
             return -1
@@ -417,48 +483,16 @@ class Net:
             n = 1 if gpu_layers < 4 else min(2 if cpu_device else 8, cores)
         return max(1, min(int(n), max(gpu_layers, 1)))
 
-    def _create_pipelines(self, opts: list, parallel: set[int], threads: int) -> int:
-        """create_pipeline of every layer: those in ``parallel`` on a thread pool, the rest in
-        order on this thread. Results and messages come in layer order either way."""
+    def _create_pipelines(self, opts: list) -> int:
+        """create_pipeline of every layer, in order, on this thread."""
         total = len(self._layers)
-        done = 0
-
-        def tick() -> None:
-            nonlocal done
-            done += 1
+        for i, layer in enumerate(self._layers):
+            ret = call_hook(layer.create_pipeline, opts[i])
+            if ret != 0:
+                log.error("load_model: %s create_pipeline failed (%s)", desc(i, layer), ret)
+                return -1
             if self.load_progress is not None:
-                self.load_progress(done, total)
-
-        futures: dict[int, Future] = {}
-        pool = None
-        if parallel:
-            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-pipeline")
-            for i in sorted(parallel):
-                futures[i] = pool.submit(call_hook, self._layers[i].create_pipeline, opts[i])
-        failed = None
-        try:
-            for i, layer in enumerate(self._layers):
-                if i in futures:
-                    continue
-                ret = call_hook(layer.create_pipeline, opts[i])
-                if ret != 0:
-                    failed = (i, ret)
-                    break
-                tick()
-            # the first failure in layer order is the one reported, as a serial load would
-            for i, fut in futures.items():
-                ret = fut.result()
-                if ret != 0 and (failed is None or i < failed[0]):
-                    failed = (i, ret)
-                if failed is None:
-                    tick()
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=failed is not None)
-        if failed is not None:
-            i, ret = failed
-            log.error("load_model: %s create_pipeline failed (%s)", desc(i, self._layers[i]), ret)
-            return -1
+                self.load_progress(i + 1, total)
         return 0
 
     def _destroy_pipelines(self) -> None:
