@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ncnn_c")
 
-_VK_PHYSICAL_DEVICE_TYPE_CPU = 3
+# VkPhysicalDeviceType (GpuInfo.physical_device_type; GpuInfo.type is ncnn's code, where 3
+# means CPU *or* other)
+_VK_PHYSICAL_DEVICE_TYPE_CPU = 4
 
 
 def shader_policy(env: str, default: str) -> str:
@@ -63,7 +65,7 @@ class VulkanLayer:
         """Whether the layer's device is a CPU implementation of Vulkan (lavapipe), where
         shaders are tuned differently (big register tiles, no shared-memory GEMM)."""
         assert self.vkdev is not None  # asked only once the layer has a device
-        return int(getattr(self.vkdev.info, "type", 0)) == _VK_PHYSICAL_DEVICE_TYPE_CPU
+        return int(getattr(self.vkdev.info, "physical_device_type", 0)) == _VK_PHYSICAL_DEVICE_TYPE_CPU
 
     def check_params(self) -> int:
         ret = super().check_params()  # type: ignore[misc]  # the Layer after this mixin in the MRO
