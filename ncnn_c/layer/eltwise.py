@@ -57,6 +57,12 @@ class Eltwise(Layer):
             fo = padded_flat(top)
             if fo is not None and all(f is not None for f in flat):
                 xs, out = flat, fo
+        # inf and nan propagate as IEEE arithmetic says, silently, as in ncnn
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._combine(xs, out, weighted)
+        return 0
+
+    def _combine(self, xs, out, weighted: bool) -> None:
         if self.op_type == PROD:
             np.multiply(xs[0], xs[1], out=out)
             for x in xs[2:]:
@@ -75,4 +81,3 @@ class Eltwise(Layer):
             np.add(xs[0], xs[1], out=out)
             for x in xs[2:]:
                 np.add(out, x, out=out)
-        return 0
