@@ -20,6 +20,7 @@ from .. import layer as layer_mod
 from ..datareader import DataReaderFromMemory
 from ..errors import ModelFormatError
 from ..layer import CUSTOM_BIT, LAYER_TYPES, Layer
+from ..layer.vulkan import is_cpu_device
 from ..modelbin import ModelBinFromDataReader
 from ..option import FEAT_NO_VULKAN, Option, get_layer_option
 from . import vulkan_forward
@@ -30,8 +31,6 @@ from .plan import LayerOptions, Plan
 from .vulkan_forward import ReplayCache
 
 log = logging.getLogger("ncnn_c")
-
-_VK_PHYSICAL_DEVICE_TYPE_CPU = 4
 
 
 class Net:
@@ -367,11 +366,8 @@ class Net:
         local = threading.local()
         cmds: list = []
         cmds_lock = threading.Lock()
-        stop = threading.Event()
 
         def build(i: int):
-            if stop.is_set():
-                return None
             layer = self._layers[i]
             ret = call_hook(layer.create_pipeline, opts[i])
             if ret != 0:
@@ -421,8 +417,7 @@ class Net:
                     if failed is None:
                         tick()
         finally:
-            if read_failed or failed is not None:
-                stop.set()
+            # after a failure, builds not yet started are cancelled; running ones finish
             pool.shutdown(wait=True, cancel_futures=read_failed or failed is not None)
         ret = 0
         for cmd in cmds:
@@ -478,8 +473,7 @@ class Net:
                     log.warning("NCNN_C_PIPELINE_THREADS=%r is not an integer: ignored", env)
         cores = os.cpu_count() or 1
         if n is None:
-            info = getattr(self._vkdev, "info", None)
-            cpu_device = int(getattr(info, "physical_device_type", 0) or 0) == _VK_PHYSICAL_DEVICE_TYPE_CPU
+            cpu_device = is_cpu_device(getattr(self._vkdev, "info", None))
             n = 1 if gpu_layers < 4 else min(2 if cpu_device else 8, cores)
         return max(1, min(int(n), max(gpu_layers, 1)))
 

@@ -30,6 +30,12 @@ log = logging.getLogger("ncnn_c")
 _VK_PHYSICAL_DEVICE_TYPE_CPU = 4
 
 
+def is_cpu_device(info) -> bool:
+    """Whether a device (its GpuInfo) is a CPU implementation of Vulkan such as lavapipe:
+    shaders and pipeline threads are tuned differently there."""
+    return int(getattr(info, "physical_device_type", 0) or 0) == _VK_PHYSICAL_DEVICE_TYPE_CPU
+
+
 def shader_policy(env: str, default: str) -> str:
     """A per-device shader choice: "auto", "always" or "never", from the environment
     variable ``env`` when set (case and spaces ignored), else ``default``; ValueError
@@ -65,7 +71,7 @@ class VulkanLayer:
         """Whether the layer's device is a CPU implementation of Vulkan (lavapipe), where
         shaders are tuned differently (big register tiles, no shared-memory GEMM)."""
         assert self.vkdev is not None  # asked only once the layer has a device
-        return int(getattr(self.vkdev.info, "physical_device_type", 0)) == _VK_PHYSICAL_DEVICE_TYPE_CPU
+        return is_cpu_device(self.vkdev.info)
 
     def check_params(self) -> int:
         ret = super().check_params()  # type: ignore[misc]  # the Layer after this mixin in the MRO
