@@ -18,34 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_networks import (  # noqa: E402
-    BENCH,
-    BENCH_MODELS,
-    DETECTION_TYPES,
-    ROOT,
-    compare_network,
-    detection_heads,
-    parse_param,
-    weights,
-)
-from test_networks_vulkan import DEFAULT_GPU  # noqa: E402
-
-TOL_FP32 = 1e-3
-TOL_DEFAULT = 2e-2
-
-
-def _one(param: Path, bin_bytes: bytes, default: bool):
-    if default:
-        heads = detection_heads(param.read_text()) or None
-        return compare_network(
-            param, bin_bytes, tol=TOL_DEFAULT, use_vulkan=True, outputs=heads, **DEFAULT_GPU
-        )
-    return compare_network(param, bin_bytes, tol=TOL_FP32, use_vulkan=True)
+from test_networks import BENCH, BENCH_MODELS, DETECTION_TYPES, ROOT, parse_param, weights  # noqa: E402
+from test_networks_vulkan import TOL_DEFAULT, TOL_FP32, compare_gpu  # noqa: E402
 
 
 def _cell(param: Path, bin_bytes: bytes, default: bool) -> tuple[str, bool]:
     try:
-        errs = _one(param, bin_bytes, default)
+        errs = compare_gpu(param, bin_bytes, default)
     except AssertionError as e:
         return f"FAIL: {str(e).splitlines()[0]}", False
     # a detection output counts as matched (class, score, IoU >= 0.99), not as an error value
@@ -65,7 +44,7 @@ def main(argv=None) -> int:
     dev = ncnn_c.get_gpu_device(0)
     print(f"device: {dev.info.device_name}")
     names = args.models if args.models else BENCH_MODELS + ["squeezenet_v1.1"]
-    print("| network | fp32 options (bar 1e-3) | default options (bar 2e-2) | seconds |")
+    print(f"| network | fp32 options (bar {TOL_FP32:g}) | default options (bar {TOL_DEFAULT:g}) | seconds |")
     print("| --- | ---: | ---: | ---: |")
     ok_all = True
     for name in names:

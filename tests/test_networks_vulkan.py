@@ -30,6 +30,24 @@ HEAVY = {
 }
 
 
+TOL_FP32 = 1e-3
+TOL_DEFAULT = 2e-2
+
+
+def compare_gpu(param, bin_bytes: bytes, default_options: bool) -> dict:
+    """One network on the GPU against the CPU fp32 oracle, with fp32 options (every output
+    within TOL_FP32) or ncnn's default GPU options (TOL_DEFAULT). With default options a
+    detection network is compared at its heads: the post-processing runs on the CPU (the
+    same code test_networks.py checks detection by detection in fp32), and with fp16 heads its
+    thresholds and NMS legitimately keep a different set of the borderline boxes. Returns
+    {output name: rel L2} (0.0 for a matched detection output); tests/network_errors.py
+    prints the same comparisons as a table."""
+    if not default_options:
+        return compare_network(param, bin_bytes, tol=TOL_FP32, use_vulkan=True)
+    heads = detection_heads(param.read_text()) or None
+    return compare_network(param, bin_bytes, tol=TOL_DEFAULT, use_vulkan=True, outputs=heads, **DEFAULT_GPU)
+
+
 def _param(name: str):
     return pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name
 
@@ -37,7 +55,7 @@ def _param(name: str):
 @pytest.mark.parametrize("model", [_param(m) for m in BENCH_MODELS])
 def test_network_vulkan_fp32(model):
     param = BENCH / f"{model}.param"
-    compare_network(param, weights(str(param), False), tol=1e-3, use_vulkan=True)
+    compare_gpu(param, weights(str(param), False), default_options=False)
 
 
 @pytest.mark.parametrize("model", [_param(m) for m in BENCH_MODELS])
@@ -47,16 +65,10 @@ def test_network_vulkan_default_options(model):
     # Yolo-Fastest the largest; <= 6.9e-3 with lavapipe posing as a discrete GPU, where the
     # convolutions run fp16 arithmetic too)
     param = BENCH / f"{model}.param"
-    # a detection network is compared at its heads: the post-processing runs on the CPU (the
-    # same code test_networks.py checks detection by detection in fp32), and with fp16 heads
-    # its thresholds and NMS legitimately keep a different set of the borderline boxes
-    heads = detection_heads(param.read_text()) or None
-    compare_network(
-        param, weights(str(param), False), tol=2e-2, use_vulkan=True, outputs=heads, **DEFAULT_GPU
-    )
+    compare_gpu(param, weights(str(param), False), default_options=True)
 
 
 def test_squeezenet_real_weights_vulkan_default_options():
     param = ROOT / "models" / "squeezenet_v1.1.param"
     bin_bytes = (ROOT / "models" / "squeezenet_v1.1.bin").read_bytes()
-    compare_network(param, bin_bytes, tol=2e-2, use_vulkan=True, **DEFAULT_GPU)
+    compare_gpu(param, bin_bytes, default_options=True)
