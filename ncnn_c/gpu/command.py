@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import NcnnError, PipelineGone
 from . import _vk
 from .device import check_process
+from .pipeline import DeferredPipeline
 from .vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
@@ -197,6 +198,8 @@ class VkCompute:
         ``bindings`` are VkMats for the storage buffers in binding order (an empty VkMat binds a
         dummy buffer); ``constants`` are the push constants, int → int32 and float → float32.
         """
+        if isinstance(pipeline, DeferredPipeline):
+            pipeline = pipeline.resolve()
         if pipeline.vk_pipeline is None:
             raise PipelineGone(
                 "record_pipeline: the pipeline has no live Vulkan objects (never created, or its "

@@ -9,8 +9,10 @@ default cache is used, so a Pipeline always works.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 
-from ..errors import NcnnError
+from ..errors import NcnnError, PipelineGone
 from . import _vk_pipeline
 from .pipelinecache import default_cache
 from .spirv import ShaderInfo
@@ -166,3 +168,39 @@ class Pipeline:
             f"<Pipeline local_size=({self.local_size_x},{self.local_size_y},{self.local_size_z})"
             f" bindings={self.shader_info.binding_count} created={self.vk_pipeline is not None}>"
         )
+
+
+class DeferredPipeline:
+    """A pipeline its layer expects not to use, built at its first dispatch if it is used
+    after all.
+
+    A layer holds one pipeline per blob form it can serve (elempack 1 or 4 in, and out);
+    when the .param's shape hints say which form a blob will have, the others are deferred
+    rather than built in ``load_model``. Hints can be wrong (a hand-edited file, another
+    input size, a producer that hands over another packing): then ``resolve()`` builds the
+    pipeline on first use, through the same cache, and the dispatch goes on. ``build``
+    returns a created Pipeline, or None when creation failed (logged by it)."""
+
+    def __init__(self, build: Callable[[], Pipeline | None], what: str) -> None:
+        self._build = build
+        self.what = what
+        self._pipeline: Pipeline | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._pipeline is not None
+
+    def resolve(self) -> Pipeline:
+        """The pipeline, built now if this is its first use; PipelineGone if that fails."""
+        with self._lock:
+            if self._pipeline is None:
+                log.info("%s: building a pipeline the shape hints did not predict", self.what)
+                pipeline = self._build()
+                if pipeline is None:
+                    raise PipelineGone(f"{self.what}: the deferred pipeline could not be created")
+                self._pipeline = pipeline
+            return self._pipeline
+
+    def __repr__(self) -> str:
+        return f"<DeferredPipeline {self.what} built={self.built}>"

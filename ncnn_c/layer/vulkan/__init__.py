@@ -9,6 +9,12 @@ constants, so a pipeline never depends on a blob size and is never built in forw
 
 Local sizes are fixed per shader rather than fitted to shapes: shapes are unknown when
 pipelines are created, and a fixed size keeps identical layers on one cached pipeline.
+
+A layer holds a pipeline per blob form it serves (elempack 1 or 4). When the .param's shape
+hints (or what the layer knows of its channels) say which form a blob will have, the
+pipelines of the other forms are passed ``needed=False`` and come back deferred: built at
+their first dispatch if the hint was wrong, never otherwise (``gpu.pipeline.DeferredPipeline``).
+Each pipeline not built saves its creation in every ``load_model``, warm or cold.
 """
 
 from __future__ import annotations
@@ -93,12 +99,22 @@ class VulkanLayer:
         """Create every Pipeline the GPU forward needs; shapes are not known yet."""
         return 0
 
-    def new_pipeline(self, shader: str, opt, specializations, local_size=LOCAL_1D, option_free=False):
+    def new_pipeline(
+        self, shader: str, opt, specializations, local_size=LOCAL_1D, option_free=False, needed=True
+    ):
         """A Pipeline for ``shader`` owned by this layer; None (logged) when creation fails.
 
         ``option_free``: the shader's code uses no option macro (sfp, afp, NCNN_*), so it is
-        compiled once for every option set (see ``without_shader_bits``)."""
-        from ...gpu.pipeline import Pipeline
+        compiled once for every option set (see ``without_shader_bits``). ``needed=False``:
+        the layer does not expect to dispatch it (see ``hinted_elempack``); a DeferredPipeline
+        is returned, built with these arguments at its first dispatch."""
+        from ...gpu.pipeline import DeferredPipeline, Pipeline
+
+        if not needed:
+            frozen = (shader, opt.copy(), list(specializations), local_size, option_free)
+            return DeferredPipeline(
+                lambda: self.new_pipeline(*frozen), f"{self.type} {self.name!r} ({shader})"
+            )
 
         pipeline = Pipeline(self.vkdev)
         pipeline.set_local_size_xyz(*local_size)
@@ -110,6 +126,32 @@ class VulkanLayer:
             return None
         self._pipelines.append(pipeline)
         return pipeline
+
+    def hinted_elempack(self, opt, which: str = "bottom", index: int = 0, extent: int = 0) -> int | None:
+        """The elempack blob ``index`` of the layer's bottoms (``which="bottom"``) or tops
+        will have, by ncnn's rule (4 when packing is on and the packed axis divides by 4),
+        from the .param's shape hint of that blob; None when there is no hint. ``extent``,
+        when the layer knows it (a depthwise convolution's channels), stands in for a missing
+        hint: the length of the packed axis of a 3-D blob.
+
+        Layers use it to pass ``needed=False`` for the pipelines of the other elempack: a
+        wrong hint then costs a build at the first dispatch, never a wrong result."""
+        if not getattr(opt, "use_packing_layout", False):
+            return 1
+        shapes = self.bottom_shapes if which == "bottom" else self.top_shapes  # type: ignore[attr-defined]
+        shape = shapes[index] if index < len(shapes) else None
+        if shape is not None and getattr(shape, "dims", 0) in (1, 2, 3):
+            return preferred_elempack(shape, opt)
+        if extent > 0:
+            return 4 if extent % 4 == 0 else 1
+        return None
+
+    def may_see_elempack(
+        self, elempack: int, opt, which: str = "bottom", index: int = 0, extent: int = 0
+    ) -> bool:
+        """Whether a blob of the layer may come in ``elempack``: no hint, or the hint's."""
+        hinted = self.hinted_elempack(opt, which, index, extent)
+        return hinted is None or hinted == elempack
 
     def storage_fp16(self, opt) -> bool:
         """Whether this layer's blobs are fp16 (elemsize 2 per lane) under ``opt``."""

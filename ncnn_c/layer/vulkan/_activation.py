@@ -80,11 +80,13 @@ class ActivationVulkan(VulkanLayer):
         op, args = self.activation_op()
         # unused parameters stay 0 so equal layers share one pipeline
         spec = [int(op)] + [f32(v) for v in args] + [0.0] * (4 - len(args))
-        self.pipeline_activation = self.new_pipeline("activation", opt, spec + [0])
+        pack1 = self.may_see_elempack(1, opt)
+        self.pipeline_activation = self.new_pipeline("activation", opt, spec + [0], needed=pack1)
         if self.pipeline_activation is None:
             return -1
         if opt.use_packing_layout:
-            self.pipeline_activation_pack4 = self.new_pipeline("activation", opt, spec + [1])
+            pack4 = self.may_see_elempack(4, opt)
+            self.pipeline_activation_pack4 = self.new_pipeline("activation", opt, spec + [1], needed=pack4)
             if self.pipeline_activation_pack4 is None:
                 return -1
         return 0

@@ -40,8 +40,13 @@ def new_remap_pipelines(layer, shader: str, opt, specs=()) -> dict | None:
     one cannot be created (logged by new_pipeline)."""
     pairs = PAIRS if getattr(opt, "use_packing_layout", False) else PAIRS[:1]
     pipelines = {}
+    tops = range(max(1, len(getattr(layer, "tops", ()))))
     for pair in pairs:
-        pipeline = layer.new_pipeline(shader, opt, [*pair, *specs], LOCAL_2D)
+        # a pair the shape hints rule out is built at its first dispatch, if ever
+        needed = layer.may_see_elempack(pair[0], opt) and any(
+            layer.may_see_elempack(pair[1], opt, "top", i) for i in tops
+        )
+        pipeline = layer.new_pipeline(shader, opt, [*pair, *specs], LOCAL_2D, needed=needed)
         if pipeline is None:
             return None
         pipelines[pair] = pipeline

@@ -72,7 +72,11 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
         if not self._depthwise():
             self.pipeline_group = self.new_pipeline("convolutiondepthwise_group", opt, specs, LOCAL_1D)
             return 0 if self.pipeline_group else -1
-        self.pipeline_depthwise = self.new_pipeline("convolutiondepthwise", opt, specs, LOCAL_2D)
+        # the channels are num_output: without a hint they decide the packing
+        pack1 = self.may_see_elempack(1, opt, extent=self.num_output)
+        self.pipeline_depthwise = self.new_pipeline(
+            "convolutiondepthwise", opt, specs, LOCAL_2D, needed=pack1
+        )
         if self.pipeline_depthwise is None:
             return -1
         if opt.use_packing_layout and self.num_output % 4 == 0:

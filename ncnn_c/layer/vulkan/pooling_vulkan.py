@@ -39,10 +39,14 @@ class Pooling_vulkan(VulkanLayer, Pooling):
         else:
             specs = [self.pooling_type, self.kernel_w, self.kernel_h, self.stride_w, self.stride_h, 0]
             shader, local = "pooling", LOCAL_2D
-        self.pipeline_pooling = self.new_pipeline(shader, opt, specs, local)
+        pack1 = self.may_see_elempack(1, opt)
+        self.pipeline_pooling = self.new_pipeline(shader, opt, specs, local, needed=pack1)
         self.pipeline_pooling_pack4 = None
         if opt.use_packing_layout:
-            self.pipeline_pooling_pack4 = self.new_pipeline(shader + "_pack4", opt, specs, local)
+            pack4 = self.may_see_elempack(4, opt)
+            self.pipeline_pooling_pack4 = self.new_pipeline(
+                shader + "_pack4", opt, specs, local, needed=pack4
+            )
             if self.pipeline_pooling_pack4 is None:
                 return -1
         return 0 if self.pipeline_pooling else -1

@@ -28,10 +28,11 @@ class Softmax_vulkan(VulkanLayer, Softmax):
         self.support_packing = True
 
     def create_pipeline_vk(self, opt) -> int:
-        self.pipeline_softmax = self.new_pipeline("softmax", opt, [])
+        self.pipeline_softmax = self.new_pipeline("softmax", opt, [], needed=self.may_see_elempack(1, opt))
         self.pipeline_softmax_pack4 = None
         if opt.use_packing_layout:
-            self.pipeline_softmax_pack4 = self.new_pipeline("softmax_pack4", opt, [])
+            pack4 = self.may_see_elempack(4, opt)
+            self.pipeline_softmax_pack4 = self.new_pipeline("softmax_pack4", opt, [], needed=pack4)
             if self.pipeline_softmax_pack4 is None:
                 return -1
         return 0 if self.pipeline_softmax else -1

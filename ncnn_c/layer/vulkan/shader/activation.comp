@@ -174,12 +174,18 @@ void main()
         return;
 
     const int i = gy * p.cstep + gx;
+    // activate() is called from one place, a loop over the lanes: a driver that translates
+    // the shader before it folds the specialization constants (Mesa's NIR, lavapipe's
+    // vkCreateComputePipelines) then handles the whole chain of ops once, not once per lane
+    vec4 v = pack4 == 1 ? blob_ld4(i) : vec4(float(buffer_ld1(bottom_top_blob_data, i)));
+    const int lanes = pack4 == 1 ? 4 : 1;
+    for (int k = 0; k < lanes; k++)
+        v[k] = activate(v[k]);
     if (pack4 == 1)
     {
-        const vec4 v = blob_ld4(i);
-        blob_st4(i, vec4(activate(v.x), activate(v.y), activate(v.z), activate(v.w)));
+        blob_st4(i, v);
         return;
     }
     // back through afp: with fp16 arithmetic the result is an fp16 value even in fp32 blobs
-    buffer_st1(bottom_top_blob_data, i, afp(activate(float(buffer_ld1(bottom_top_blob_data, i)))));
+    buffer_st1(bottom_top_blob_data, i, afp(v.x));
 }
