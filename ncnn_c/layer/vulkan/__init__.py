@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -112,9 +113,14 @@ class VulkanLayer:
 
         if not needed:
             frozen = (shader, opt.copy(), list(specializations), local_size, option_free)
-            return DeferredPipeline(
-                lambda: self.new_pipeline(*frozen), f"{self.type} {self.name!r} ({shader})"
-            )
+            # weakly: the layer holds the DeferredPipeline, which must not keep the layer alive
+            owner = weakref.ref(self)
+
+            def build():
+                layer = owner()
+                return layer.new_pipeline(*frozen) if layer is not None else None
+
+            return DeferredPipeline(build, f"{self.type} {self.name!r} ({shader})")
 
         pipeline = Pipeline(self.vkdev)
         pipeline.set_local_size_xyz(*local_size)
