@@ -44,6 +44,35 @@ log = logging.getLogger("ncnn_c")
 
 # how many entries of activation_params (param 10) each activation_type reads
 _ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
+# the shaders' code for ncnn's piecewise linear activations (0 none, 1 ReLU, 2 leaky ReLU,
+# 3 clip) taken from push constants
+_ACT_RUNTIME = 7
+
+
+def activation_constants(layer) -> tuple[list, list[float]]:
+    """(specialization constants activation_type, param 0, param 1; push constants slope,
+    lo, hi) of a convolution-family layer's fused activation.
+
+    None, ReLU, leaky ReLU and clip are one code whose slope and bounds are push constants:
+    layers that differ only in them share a pipeline (NanoDet-m builds 3 convolution
+    pipelines fewer; on lavapipe each costs 10-30 ms in every load_model). Sigmoid, Mish and
+    HardSwish stay specialization constants."""
+    t = int(layer.activation_type)
+    inf = float("inf")
+    if t in (0, 1, 2, 3):
+        a = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
+        slope, lo, hi = 1.0, -inf, inf
+        if t == 1:
+            lo = 0.0
+        elif t == 2:
+            slope = a[0]
+        elif t == 3:
+            lo, hi = a[0], a[1]
+        return [_ACT_RUNTIME, 0.0, 0.0], [slope, lo, hi]
+    act = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
+    act += [0.0] * (2 - len(act))
+    return [t, *act], [1.0, -inf, inf]
+
 
 # When an elempack 4 -> 4 layer runs as an implicit GEMM: "auto" (a non-CPU device and a
 # big enough layer, see _use_gemm), "always" (every such layer, any device: for testing it
@@ -130,8 +159,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         )
 
     def create_pipeline_vk(self, opt) -> int:
-        act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
-        act += [0.0] * (2 - len(act))
+        act_spec, self._act_push = activation_constants(self)
         # unused params are normalised so that equivalent layers share one cached pipeline
         self._flat = self._is_flat_1x1()
         if self._flat:
@@ -154,7 +182,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         except ValueError as e:
             log.error("Convolution %r: %s", self.name, e)
             return -1
-        specs = geometry + [1 if self.bias_term else 0, self.activation_type, *act, int(self._flat)]
+        specs = geometry + [1 if self.bias_term else 0, *act_spec, int(self._flat)]
         self._weight_fp16 = self._weights_fit_fp16()
         if self._gemm:
             specs += [int(self._weight_fp16), *self._gemm_tile]
@@ -364,7 +392,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         bias = self.bias_data_gpu if self.bias_term else self.weight_data_gpu
         # the shader's push constant block, in order (c counts packed channels)
         constants = [w, h, bottom.c, bottom.cstep, outw, outh, self.num_output, top.cstep]
-        constants += [l, t, float(self.pad_value)]
+        constants += [l, t, float(self.pad_value), *self._act_push]
         if self._gemm:
             inv_n, inv_m, pos = self._gemm_tile[:3]
             grid = (-(-outw * outh // (inv_n * pos)) * inv_n * inv_m, self._gemm_dims()[1], 1)

@@ -81,6 +81,11 @@ layout (push_constant) uniform parameter
     int pad_left;
     int pad_top;
     float pad_value;
+
+    // activation_type 7 (see activation())
+    float act_slope;
+    float act_lo;
+    float act_hi;
 } p;
 
 const int lsize = inv_n * inv_m;
@@ -93,9 +98,20 @@ const int k_per_inv = kb * 4 * tile_m / lsize;
 shared afpvec4 tmp_v[kb * tile_n];
 shared afpvec4 tmp_k[kb * 4 * tile_m];
 
-// ncnn's fused activations (activation_type 0..6) on 4 output channels; params follow ncnn's meaning.
+// ncnn's fused activations (activation_type 0..6, the layers pass 0..3 as 7) on 4 output
+// channels; params follow ncnn's meaning.
 afpvec4 activation(afpvec4 v)
 {
+    if (activation_type == 7)
+    {
+        // ncnn's piecewise linear ones (none, ReLU, leaky ReLU, clip) from push constants,
+        // so that layers differing only in them share a pipeline: negatives scaled by the
+        // slope, then clamped to [lo, hi] by selects (a NaN stays NaN)
+        v = mix(v, v * afp(p.act_slope), lessThan(v, afpvec4(0.f)));
+        v = mix(v, afpvec4(p.act_lo), lessThan(v, afpvec4(p.act_lo)));
+        v = mix(v, afpvec4(p.act_hi), greaterThan(v, afpvec4(p.act_hi)));
+        return v;
+    }
     if (activation_type == 1)
     {
         v = max(v, afp(0.f));
