@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import FP32_FLAGS, _apply, rel_l2
+from oracle import rel_l2, run_ncnn
 
 import ncnn_c
 from ncnn_c.gpu.pipeline import DeferredPipeline
@@ -53,16 +53,10 @@ def _files(tmp_path, text: str):
 
 
 def _oracle(param: str, model: str, x: np.ndarray) -> np.ndarray:
-    import ncnn
-
-    net = ncnn.Net()
-    _apply(net.opt, FP32_FLAGS)
-    assert net.load_param(param) == 0 and net.load_model(model) == 0
-    with net.create_extractor() as ex:
-        ex.input("data", ncnn.Mat(x).clone())
-        ret, m = ex.extract("out")
-        assert ret == 0
-        return np.array(m, dtype=np.float32, copy=True)
+    with open(param) as f, open(model, "rb") as g:
+        ret, outs = run_ncnn(f.read(), g.read(), [x], input_names=["data"], output_names=["out"])
+    assert ret == 0
+    return outs[0]
 
 
 def _gpu_net(vkdev, param: str, model: str):
