@@ -5,7 +5,8 @@ Every GPU layer mixes in ``VulkanLayer`` ahead of its CPU class
 ``new_pipeline`` inside ``create_pipeline_vk`` (which ``create_pipeline`` calls when the
 layer has a device; without one it stays a CPU layer) and records work only with
 ``cmd.record_pipeline`` (or ``record_upload`` / ``record_clone``). Shapes travel as push
-constants, so a pipeline never depends on a blob size and is never built in forward.
+constants, so a pipeline never depends on a blob size and is built in forward only when a
+shape hint was wrong (below).
 
 Local sizes are fixed per shader rather than fitted to shapes: shapes are unknown when
 pipelines are created, and a fixed size keeps identical layers on one cached pipeline.
