@@ -18,7 +18,7 @@ import numpy as np
 
 from ..convolutiondepthwise import ConvolutionDepthWise
 from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
-from .convolution_vulkan import activation_constants, conv_pads
+from .convolution_vulkan import _ACT_PARAM_COUNT, conv_pads
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -49,7 +49,8 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
         return self.group == self.num_output == self.num_input()
 
     def create_pipeline_vk(self, opt) -> int:
-        act_spec, self._act_push = activation_constants(self)
+        act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
+        act += [0.0] * (2 - len(act))
         # a CPU device (lavapipe) is bound by loads: longer row tiles reuse each loaded row more
         self._tile_w = 8 if self.cpu_device() else 4
         specs = [
@@ -60,7 +61,8 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
             self.stride_w,
             self.stride_h,
             1 if self.bias_term else 0,
-            *act_spec,
+            self.activation_type,
+            *act,
             self._tile_w,
         ]
         if opt.use_packing_layout:
@@ -179,7 +181,6 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
                 weight, bias = self.weight_data_gpu, self.bias_data_gpu
                 pipeline = self.pipeline_depthwise
             grid = (tiles, outh, top.c)
-        constants += self._act_push
         cmd.record_pipeline(
             pipeline, [bottom, top, weight, bias if self.bias_term else weight], constants, grid
         )

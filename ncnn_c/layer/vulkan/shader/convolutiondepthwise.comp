@@ -42,30 +42,14 @@ layout (push_constant) uniform parameter
     int pad_left;
     int pad_top;
     float pad_value;
-
-    // activation_type 7 (see activation())
-    float act_slope;
-    float act_lo;
-    float act_hi;
 } p;
 
 // input positions one row of taps touches for a tile
 const int window = (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
 
-// ncnn's fused activations (activation_type 0..6, the layers pass 0..3 as 7) on 4 output
-// channels; params follow ncnn's meaning.
+// ncnn's fused activations (activation_type 0..6) on 4 output channels; params follow ncnn's meaning.
 afpvec4 activation(afpvec4 v)
 {
-    if (activation_type == 7)
-    {
-        // ncnn's piecewise linear ones (none, ReLU, leaky ReLU, clip) from push constants,
-        // so that layers differing only in them share a pipeline: negatives scaled by the
-        // slope, then clamped to [lo, hi] by selects (a NaN stays NaN)
-        v = mix(v, v * afp(p.act_slope), lessThan(v, afpvec4(0.f)));
-        v = mix(v, afpvec4(p.act_lo), lessThan(v, afpvec4(p.act_lo)));
-        v = mix(v, afpvec4(p.act_hi), greaterThan(v, afpvec4(p.act_hi)));
-        return v;
-    }
     if (activation_type == 1)
     {
         v = max(v, afp(0.f));
