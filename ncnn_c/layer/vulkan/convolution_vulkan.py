@@ -60,9 +60,9 @@ def activation_constants(layer) -> tuple[list, list[float]]:
     taps per output make the runtime selects cost 15-25 % of a 3x3 depthwise layer on
     lavapipe (measured per layer), more than the build they would save."""
     t = int(layer.activation_type)
+    a = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
     inf = float("inf")
     if t in (0, 1, 2, 3):
-        a = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
         slope, lo, hi = 1.0, -inf, inf
         if t == 1:
             lo = 0.0
@@ -71,9 +71,7 @@ def activation_constants(layer) -> tuple[list, list[float]]:
         elif t == 3:
             lo, hi = a[0], a[1]
         return [_ACT_RUNTIME, 0.0, 0.0], [slope, lo, hi]
-    act = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
-    act += [0.0] * (2 - len(act))
-    return [t, *act], [1.0, -inf, inf]
+    return [t, *a, *[0.0] * (2 - len(a))], [1.0, -inf, inf]
 
 
 # When an elempack 4 -> 4 layer runs as an implicit GEMM: "auto" (a non-CPU device and a
