@@ -690,7 +690,17 @@ def read_source(src) -> bytes:
 
 
 _tmp_lock = threading.Lock()
-_tmp_in_flight: set[str] = set()  # this process's temp files being written right now
+# this process's temp files being written right now, by _canonical name: registered by
+# write_atomic and compared by remove_stale_temps, which must agree however the caller
+# spelled the path (relative, "./x", absolute, through a symlinked directory)
+_tmp_in_flight: set[str] = set()
+
+
+def _canonical(path: str) -> str:
+    """``path`` absolute, with its directory resolved (not the last component: a symlinked
+    cache file is replaced next to the link, as before)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(directory), name)
 
 
 def _file_kind(mode: int) -> str:
@@ -728,8 +738,8 @@ def remove_stale_temps(path) -> int:
     Temp files of live processes are left alone. Returns how many were removed.
     """
     path = os.fsdecode(os.fspath(path))
-    directory = os.path.dirname(os.path.abspath(path))
-    prefix = os.path.basename(path) + ".tmp."
+    directory, base = os.path.split(_canonical(path))
+    prefix = base + ".tmp."
     removed = 0
     try:
         names = os.listdir(directory)
@@ -861,18 +871,19 @@ def write_atomic(path, data: bytes, *, durable: bool = False) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(16):
         tmp = _tmp_path(path)
+        key = _canonical(tmp)
         with _tmp_lock:  # registered before it exists: another thread's cleanup must not take it
-            _tmp_in_flight.add(tmp)
+            _tmp_in_flight.add(key)
         try:
             fd = os.open(tmp, flags, 0o666)  # new files follow the umask
             break
         except FileExistsError:
             with _tmp_lock:
-                _tmp_in_flight.discard(tmp)
+                _tmp_in_flight.discard(key)
             continue
         except BaseException:
             with _tmp_lock:
-                _tmp_in_flight.discard(tmp)
+                _tmp_in_flight.discard(key)
             raise
     else:
         raise FileExistsError(f"no free temporary name next to {path!r}")
@@ -895,7 +906,7 @@ def write_atomic(path, data: bytes, *, durable: bool = False) -> None:
         raise OSError(f"writing {path!r} failed: {e}") from e
     finally:
         with _tmp_lock:
-            _tmp_in_flight.discard(tmp)
+            _tmp_in_flight.discard(key)
     if durable:
         _fsync_dir(path)
 
