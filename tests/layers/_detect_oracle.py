@@ -1,5 +1,5 @@
 """Helpers for the detection layer tests: run the oracle where outputs may be empty, and
-compare detection tables row by row (labels exact, scores and boxes within 1e-5).
+compare detection tables (labels exact, scores and boxes within 1e-5, tied rows in either order).
 
 The PyPI ncnn crashes converting an empty Mat to numpy, which is what these layers return
 when nothing is detected; ``oracle_outputs`` checks ``empty()`` first and hands back a
@@ -51,17 +51,33 @@ def oracle_outputs(param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1
 
 
 def compare_detections(got: np.ndarray, ref: np.ndarray, what: str = "", tol: float = 1e-5) -> float:
-    """Same rows in the same order: labels equal, scores and boxes within ``tol`` relative."""
+    """The same detections in the same score order: the score column equal within ``tol``
+    relative, row by row; each reference row matched by one ncnn_c row with its label and
+    score and box within ``tol``. Rows whose scores tie (within ``tol``) may come in either
+    order: the oracle's sigmoid/exp differ in the last ulp between its CPU dispatch paths, so
+    which of two tied rows sorts first is not one answer."""
     assert got.shape == ref.shape, f"{what}: got {got.shape}, expected {ref.shape}"
     if ref.size == 0:
         return 0.0
-    assert np.array_equal(got[:, 0], ref[:, 0]), f"{what}: labels {got[:, 0]} != {ref[:, 0]}"
     err_s = np.abs(got[:, 1] - ref[:, 1]) / np.maximum(np.abs(ref[:, 1]), 1e-30)
-    assert err_s.max() <= tol, f"{what}: score error {err_s.max():.3g}"
+    assert err_s.max() <= tol, f"{what}: score column differs by {err_s.max():.3g} (order or values)"
     scale = np.maximum(np.abs(ref[:, 2:]).max(axis=1, keepdims=True), 1e-6)
-    err_b = np.abs(got[:, 2:] - ref[:, 2:]) / scale
-    assert err_b.max() <= tol, f"{what}: box error {err_b.max():.3g}"
-    return float(max(err_s.max(), err_b.max()))
+    unused = list(range(got.shape[0]))
+    worst = float(err_s.max())
+    for i, row in enumerate(ref):
+        best = None
+        for j in unused:
+            if got[j, 0] != row[0]:
+                continue
+            e_s = abs(got[j, 1] - row[1]) / max(abs(row[1]), 1e-30)
+            e_b = float((np.abs(got[j, 2:] - row[2:]) / scale[i]).max())
+            if e_s <= tol and e_b <= tol:
+                best = (j, max(e_s, e_b))
+                break
+        assert best is not None, f"{what}: no ncnn_c row matches reference row {i} {row} in\n{got}"
+        unused.remove(best[0])
+        worst = max(worst, best[1])
+    return worst
 
 
 def check_detect(
