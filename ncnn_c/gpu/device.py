@@ -20,6 +20,7 @@ import weakref
 
 from ..errors import ForkedProcessError, NcnnError, VulkanUnavailable
 from . import _vk
+from .lifetime import UseCount
 from .vkallocator import VkBlobAllocator, VkBufferMemory, VkStagingAllocator
 
 log = logging.getLogger("ncnn_c")
@@ -300,6 +301,13 @@ def create_gpu_instance(driver_path: str | None = None) -> int:
 def destroy_gpu_instance() -> None:
     """Destroy every VulkanDevice, then the instance. Idempotent; registered with atexit."""
     global _instance, _infos
+    if not _forked_child:
+        # inferences in flight finish first (later ones fail cleanly); waited for outside the
+        # module lock, which an inference may need
+        with _lock:
+            devs = list(_devices.values())
+        for dev in devs:
+            dev.uses.close()
     with _lock:
         if _forked_child:
             # the parent owns these; touching them here would hang: just forget them
@@ -427,6 +435,8 @@ class VulkanDevice:
         self._default_staging: VkStagingAllocator | None = None
         self._dummy: VkBufferMemory | None = None
         self.destroyed = False
+        # inferences hold a use while they record and run commands (see gpu/lifetime.py)
+        self.uses = UseCount(f"VulkanDevice {self.device_index}")
         log.info("vulkan device %d: %r, extensions %s", self.device_index, info, self.enabled_extensions)
 
     # -- memory types --------------------------------------------------------------------------
@@ -600,6 +610,7 @@ class VulkanDevice:
         if _forked_child:
             self._forget()
             return
+        self.uses.close()
         try:
             _vk.device_wait_idle(self.vk_device)
         except _vk.VulkanError as e:

@@ -33,6 +33,7 @@ from ..errors import NcnnError
 from . import _vk_pipeline as _vkp
 from . import cachefile, compiler
 from .device import check_process, in_forked_child
+from .lifetime import UseCount
 from .spirv import ShaderInfo, resolve_shader_info
 
 log = logging.getLogger("ncnn_c")
@@ -149,6 +150,9 @@ class PipelineCache:
         self._idle = threading.Condition(self._lock)
         self._vk_pipeline_cache = None
         self._destroyed = False
+        # inferences using this cache's pipelines hold a use (gpu/lifetime.py): clear() and
+        # destroy() wait for them before freeing a handle
+        self.uses = UseCount("PipelineCache")
         self._stats = dict.fromkeys(
             (
                 "compiled",
@@ -362,7 +366,14 @@ class PipelineCache:
     # -- lifetime ----------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Destroy every live artifact (seed 000 §3.2 order); SPIR-V and driver cache stay."""
+        """Destroy every live artifact (seed 000 §3.2 order); SPIR-V and driver cache stay.
+
+        Inferences running on the cache's pipelines finish first; later ones on nets that
+        used them fail with -1 (``PipelineGone``, logged) until the nets load again."""
+        with self.uses.drained(final=False):
+            self._clear()
+
+    def _clear(self) -> None:
         with self._lock:
             arts, self._artifacts, self._digests = self._artifacts, [], {}
             if not self._device_alive():
@@ -381,7 +392,11 @@ class PipelineCache:
         )
 
     def destroy(self) -> None:
-        """clear(), then destroy the driver VkPipelineCache. Idempotent."""
+        """clear(), then destroy the driver VkPipelineCache. Idempotent; waits for the
+        inferences running on the cache's pipelines (later ones fail cleanly)."""
+        if self._destroyed:
+            return
+        self.uses.close()
         with self._lock:
             if self._destroyed:
                 return
@@ -395,7 +410,7 @@ class PipelineCache:
                 self._artifacts, self._digests, self._vk_pipeline_cache = [], {}, None
                 self._destroyed = True
                 return
-            self.clear()
+            self._clear()
             if self._vk_pipeline_cache is not None:
                 _vkp.destroy_pipeline_cache(self.vkdev, self._vk_pipeline_cache)
                 self._vk_pipeline_cache = None

@@ -305,6 +305,27 @@ class VulkanForward:
         inputs = tuple((b, _signature(mats[b])) for b in sorted(self._shared) if mats[b] is not None)
         return (index, self._net._layer_opts, inputs)
 
+    def _extract_vk_held(self, index: int) -> int:
+        """``_extract_vk`` holding a use of the device and of the pipeline cache, so neither
+        frees a handle while this extract records or runs (gpu/lifetime.py); -1 when one of
+        them is destroyed or going."""
+        counts = (getattr(self._net._vkdev, "uses", None), getattr(self.opt.pipeline_cache, "uses", None))
+        held = []
+        try:
+            for c in counts:
+                if c is None:
+                    continue
+                if not c.enter():
+                    log.error(
+                        "extract: the %s was destroyed or cleared, or is being (load the net again)", c.what
+                    )
+                    return -1
+                held.append(c)
+            return self._extract_vk(index)
+        finally:
+            for c in reversed(held):
+                c.exit()
+
     def _extract_vk(self, index: int) -> int:
         gpu = _gpu()
         net = self._net
@@ -473,10 +494,12 @@ class VulkanForward:
 
     @staticmethod
     def _upload_source(mat: Mat | None) -> Mat | None:
-        """What an upload of host blob ``mat`` copies: fp32 elempack 1."""
+        """What an upload of host blob ``mat`` copies: fp32 elempack 1. 8-bit Mats (int8, and
+        uint8 arrays, whose bytes Mat keeps as int8) are widened by value, as the CPU layers
+        read them; GPU blobs have no 8-bit form."""
         from .extractor import _needs_unpack, _unpack_fp32
 
-        if mat is not None and _needs_unpack(mat):
+        if mat is not None and (_needs_unpack(mat) or mat.elemsize == mat.elempack == 1):
             return _unpack_fp32(mat)
         return mat
 
