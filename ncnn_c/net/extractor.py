@@ -193,7 +193,7 @@ class Extractor(VulkanForward):
         try:
             if self._mats[index] is None:
                 if self._net._gpu_ready and self.opt.use_vulkan_compute:
-                    ret = self._extract_vk(index)
+                    ret = self._extract_vk_held(index)
                 else:
                     # our kernels split large products over their own pool (see _native.blas)
                     with single_threaded_blas():
