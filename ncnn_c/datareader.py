@@ -8,6 +8,9 @@ file's ``readinto``, one slice copy from memory) in the stock readers, through
 ``read_bytes`` in every other reader, so a subclass's own ``read``/``read_bytes`` still
 decides what comes. ``scan`` exists for API shape only: the text param parser reads the whole
 text through ``read`` and tokenises it itself, which also gives it line numbers.
+
+``open_regular_file`` is how every loader opens a model file by name: only regular files,
+since opening a FIFO without a writer blocks forever and a device can stream without end.
 """
 
 from __future__ import annotations
@@ -20,11 +23,44 @@ import stat
 
 import numpy as np
 
+from .errors import ModelFormatError
+
 log = logging.getLogger("ncnn_c")
 
 # Large reads are split into chunks so that an untrusted size (a garbage count in a
 # param file) never makes us allocate more than the data that really exists + 1 chunk.
 _CHUNK = 1 << 24
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return f"file mode {stat.S_IFMT(mode):#o}"
+
+
+def open_regular_file(path):
+    """A binary file object for reading ``path``; raises OSError, or ModelFormatError for
+    anything but a regular file. The open itself is non-blocking, so a FIFO without a writer is refused
+    instead of hanging (the same pattern as the pipeline cache loader)."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelFormatError(f"{os.fsdecode(path)!r} is not a regular file ({_file_kind(st.st_mode)})")
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class DataReader:

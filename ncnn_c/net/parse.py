@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..datareader import DataReader, DataReaderFromMemory, DataReaderFromStdio
+from ..datareader import DataReader, DataReaderFromMemory, DataReaderFromStdio, open_regular_file
 from ..errors import ModelFormatError
 from ..layer import CUSTOM_BIT, LAYER_TYPES, Layer
 from ..mat import Mat
@@ -33,7 +33,7 @@ def open_reader(src, what: str):
     if isinstance(src, DataReader):
         return src, None
     if isinstance(src, (str, os.PathLike)):
-        fp = open(src, "rb")  # noqa: SIM115 - closed by the caller
+        fp = open_regular_file(src)  # a FIFO, device or directory is refused, never waited on
         return DataReaderFromStdio(fp), fp
     if isinstance(src, (bytes, bytearray, memoryview)):
         return DataReaderFromMemory(src), None
