@@ -52,48 +52,82 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class PgServer:
+    """A throwaway PostgreSQL cluster in a temporary directory, on a unix socket only.
+
+    As the ``postgres`` user when running as root (the server refuses root). ``restart()``
+    is a real ``pg_ctl restart``: it ends every session, as a server restart in a fleet does.
+    """
+
+    def __init__(self) -> None:
+        bindir = _pg_bin()
+        if bindir is None:
+            pytest.skip("PostgreSQL is not installed (initdb/pg_ctl not found; apt-get install postgresql)")
+        self.bindir = bindir
+        self.base = tempfile.mkdtemp(prefix="ncnnc-pg-")  # short: the socket path must stay under 107 bytes
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.base, pw.pw_uid, pw.pw_gid)
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self.data = os.path.join(self.base, "data")
+        self.port = _free_port()
+        self.dsn = f"postgresql://postgres@/postgres?host={self.base}&port={self.port}"
+        try:
+            self._run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
+            self._ctl("start")
+        except subprocess.CalledProcessError as e:
+            log = pathlib.Path(self.base, "log")
+            text = log.read_text() if log.exists() else ""
+            shutil.rmtree(self.base, ignore_errors=True)
+            pytest.fail(f"PostgreSQL did not start: {e.stderr}\n{text}")
+
+    def _run(self, tool: str, *args: str) -> None:
+        cmd = [*self.prefix, os.path.join(self.bindir, tool), *args]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+    def _ctl(self, action: str, *args: str) -> None:
+        opts = f"-k {self.base} -p {self.port} -c listen_addresses='' -c fsync=off"
+        log = os.path.join(self.base, "log")
+        self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", log, *args, "-w", action)
+
+    def restart(self) -> None:
+        self._ctl("restart", "-m", "fast")
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data: ``start()`` brings it back."""
+        self._ctl("stop", "-m", "fast")
+
+    def start(self) -> None:
+        self._ctl("start")
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_dsn():
-    bindir = _pg_bin()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed (initdb/pg_ctl not found; apt-get install postgresql)")
-    base = tempfile.mkdtemp(prefix="ncnnc-pg-")  # short: the socket path must stay under 107 bytes
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        # the server refuses to run as root
-        import pwd
-
-        pw = pwd.getpwnam("postgres")
-        os.chown(base, pw.pw_uid, pw.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    data = os.path.join(base, "data")
-    port = _free_port()
-    run = lambda *cmd: subprocess.run(prefix + list(cmd), check=True, capture_output=True, text=True)  # noqa: E731
+    server = PgServer()
     try:
-        run(os.path.join(bindir, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync")
-        run(
-            os.path.join(bindir, "pg_ctl"),
-            "-D",
-            data,
-            "-o",
-            f"-k {base} -p {port} -c listen_addresses='' -c fsync=off",
-            "-l",
-            os.path.join(base, "log"),
-            "-w",
-            "start",
-        )
-    except subprocess.CalledProcessError as e:
-        log = pathlib.Path(base, "log")
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"PostgreSQL did not start: {e.stderr}\n{log.read_text() if log.exists() else ''}")
-    try:
-        yield f"postgresql://postgres@/postgres?host={base}&port={port}"
+        yield server.dsn
     finally:
-        subprocess.run(
-            prefix + [os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
+
+
+@pytest.fixture
+def own_pg():
+    """A server of this test alone: restarting it disturbs no other test."""
+    server = PgServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 _pg_tables = iter(range(10**6))
