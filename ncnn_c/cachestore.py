@@ -20,6 +20,7 @@ The design is documented in ``docs/cache-stores.md``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -72,15 +73,81 @@ def device_key(vkdev) -> str:
 def _check_key(what: str, key) -> str:
     if not isinstance(key, str) or not key:
         raise CacheStoreError(f"{what} must be a non-empty string, got {key!r}")
+    try:
+        key.encode("utf-8")  # a lone surrogate cannot be hashed, bound or stored
+    except UnicodeEncodeError as e:
+        raise CacheStoreError(f"{what} {key!r} is not valid Unicode ({e.reason})") from None
+    if "\x00" in key:  # PostgreSQL text cannot hold NUL: refused by every store alike
+        raise CacheStoreError(f"{what} {key!r} contains a NUL character")
     return key
+
+
+MAX_ENTRY_SIZE = cachefile.CACHE_FILE_SIZE_LIMIT
+"""The largest entry a store writes or reads (256 MiB, the cache file limit); a bigger one is corrupt."""
+
+
+_URL_PASSWORD_RE = re.compile(r"(://[^/?#@:\s]*:)[^@/?#\s]*@")
+_KEYWORD_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+
+
+def _redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with the passwords of URLs (``user:***@``), of ``password=`` settings and ``secrets`` masked."""
+    text = _URL_PASSWORD_RE.sub(r"\1***@", text)
+    text = _KEYWORD_PASSWORD_RE.sub(r"\1***", text)
+    for secret in secrets:
+        # a secret of one to three characters would mask letters all over the message; it
+        # is still masked where it stands in a URL or a password= setting
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _ensure_dir(d: str, may_create: bool) -> None:
+    """Make sure the directory ``d`` exists, creating as little as possible.
+
+    A store creates its own directory (``may_create``) when the parent exists, and any
+    directory inside the default cache directory; it never creates directories elsewhere,
+    so a mistyped URL fails instead of leaving a tree of directories behind.
+    """
+    if os.path.isdir(d):
+        return
+    if os.path.exists(d):
+        raise CacheStoreError(f"{d!r} is not a directory")
+    home = default_cache_dir()
+    inside = d == home or d.startswith(home.rstrip(os.sep) + os.sep)
+    if not inside and not (may_create and os.path.isdir(os.path.dirname(d))):
+        raise CacheStoreError(
+            f"the directory {os.path.dirname(d) if may_create else d!r} does not exist"
+            f" (stores create only the default cache directory {home!r} and directories inside it)"
+        )
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise CacheStoreError(f"cannot create the directory {d!r}: {e}") from e
 
 
 class CacheStore:
     """The interface: raw ``get``/``put``/``update`` of cache bytes, and ``load_into``/``save_from`` of a PipelineCache.
 
     ``get``, ``put`` and ``update`` raise CacheStoreError when the store itself fails;
-    ``load_into`` and ``save_from`` never raise.
+    ``load_into`` and ``save_from`` never raise. An entry over ``max_size`` bytes
+    (MAX_ENTRY_SIZE unless set on the store) is never written, and one found stored (or a
+    value of the wrong type in a database) is corrupt: ``get`` raises CacheStoreError
+    without reading it, ``update`` replaces it as a missing one.
     """
+
+    max_size: int = MAX_ENTRY_SIZE
+
+    def _check_data(self, data) -> bytes:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise CacheStoreError(f"{self!r}: entry data must be bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if len(data) > self.max_size:
+            raise self._oversize("an entry", len(data))
+        return data
+
+    def _oversize(self, what: str, size: int) -> CacheStoreError:
+        return CacheStoreError(f"{self!r}: {what} of {size} bytes is over the {self.max_size}-byte limit")
 
     def get(self, model_key: str, device_key: str) -> bytes | None:
         """The stored bytes, or None when there are none."""
@@ -165,15 +232,14 @@ class DirectoryStore(CacheStore):
     Hashed names make any key a safe file name. Writes are atomic (``cachefile.write_atomic``,
     fsynced with ``durable``); ``update`` holds the file's ``.lock`` like a merging
     ``save_cache`` does, so a store directory and plain ``save_cache`` merges can mix.
+    The directory is created (mode 0700) when its parent exists or when it is inside the
+    default cache directory; a missing parent elsewhere is refused.
     """
 
     def __init__(self, path, durable: bool = False) -> None:
         self.path = os.path.abspath(os.fsdecode(os.fspath(path)))
         self.durable = durable
-        try:
-            os.makedirs(self.path, mode=0o700, exist_ok=True)
-        except OSError as e:
-            raise CacheStoreError(f"cannot create the store directory {self.path!r}: {e}") from e
+        _ensure_dir(self.path, may_create=True)
 
     def __repr__(self) -> str:
         return f"DirectoryStore({self.path!r})"
@@ -186,6 +252,12 @@ class DirectoryStore(CacheStore):
 
     def _read(self, path: str) -> bytes | None:
         try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # missing or unreadable: read_source says which
+        if size > self.max_size:
+            raise self._oversize(f"the file {path!r}", size)
+        try:
             return cachefile.read_source(path)
         except cachefile.CacheMissing:
             return None
@@ -196,8 +268,10 @@ class DirectoryStore(CacheStore):
         return self._read(self.file_of(model_key, device_key))
 
     def put(self, model_key: str, device_key: str, data: bytes) -> None:
+        path = self.file_of(model_key, device_key)
+        data = self._check_data(data)
         try:
-            cachefile.write_atomic(self.file_of(model_key, device_key), data, durable=self.durable)
+            cachefile.write_atomic(path, data, durable=self.durable)
         except OSError as e:
             raise CacheStoreError(str(e)) from e
 
@@ -210,7 +284,7 @@ class DirectoryStore(CacheStore):
                 except CacheStoreError as e:
                     log.info("%r: replacing an unreadable entry: %s", self, e)
                     old = None
-                data = fn(old)
+                data = self._check_data(fn(old))
                 cachefile.write_atomic(path, data, durable=self.durable)
                 return data
         except OSError as e:
@@ -230,33 +304,65 @@ def _table_name(table: str) -> str:
 
 
 class _PerThread:
-    """One connection per (process, thread): neither sqlite3 nor psycopg connections may cross a fork."""
+    """One connection per (process, thread): neither sqlite3 nor psycopg connections may cross a fork.
 
-    def __init__(self, connect: Callable[[], object]) -> None:
+    With ``shared`` one connection per process instead, for callers that serialise its use.
+    """
+
+    def __init__(self, connect: Callable[[], object], shared: bool = False) -> None:
         self._connect = connect
+        self._shared = shared
         self._local = threading.local()
+        self._one = _Slot()
         self._lock = threading.Lock()
         self._all: list[tuple[int, object]] = []
 
+    def _slot(self):
+        return self._one if self._shared else self._local
+
     def get(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is None or self._local.pid != os.getpid():
+        slot = self._slot()
+        conn = getattr(slot, "conn", None)
+        if conn is None or slot.pid != os.getpid():
             conn = self._connect()
-            self._local.conn, self._local.pid = conn, os.getpid()
+            slot.conn, slot.pid = conn, os.getpid()
             with self._lock:
                 self._all.append((os.getpid(), conn))
         return conn
+
+    def drop(self) -> None:
+        """Forget (and close) the calling thread's connection: the next ``get`` makes a new one."""
+        slot = self._slot()
+        conn, slot.conn = getattr(slot, "conn", None), None
+        if conn is not None:
+            with self._lock:
+                self._all = [(pid, c) for pid, c in self._all if c is not conn]
+            _close_quietly(conn)
 
     def close_all(self) -> None:
         with self._lock:
             conns, self._all = self._all, []
         self._local = threading.local()
+        self._one = _Slot()
         for pid, conn in conns:
             if pid == os.getpid():  # a parent's connection is left to the parent
-                try:
-                    conn.close()  # type: ignore[attr-defined]
-                except Exception:
-                    pass
+                _close_quietly(conn)
+
+
+class _Slot:
+    conn: object = None
+    pid: int = -1
+
+
+def _close_quietly(conn) -> None:
+    try:
+        conn.close()
+    except Exception:
+        pass
+
+
+MEMORY = ":memory:"
+_SQLITE_MODES = ("rwc", "rw", "ro")
 
 
 class SqliteStore(CacheStore):
@@ -264,17 +370,41 @@ class SqliteStore(CacheStore):
 
     Safe for many threads (one connection each) and processes on one machine (not on a
     network filesystem, where SQLite's locks are unreliable). ``timeout`` is the
-    busy_timeout: how long a writer waits for another one.
+    busy_timeout: how long a writer waits for another one, after which the write fails
+    with CacheStoreError (a logged failure in ``save_from``), never hangs.
+
+    ``mode`` is SQLite's: ``"rwc"`` creates the file, ``"rw"`` needs it to exist, ``"ro"``
+    only reads (``put`` and ``update`` raise CacheStoreError). The file's directory must
+    exist, unless it is inside the default cache directory. ``path`` ``":memory:"`` is a
+    database in memory, private to this store and process: its threads share one
+    connection, one call at a time (a shared-cache database would give each thread a
+    table lock that ignores busy_timeout).
+
+    A ``data`` value that is not a BLOB (SQLite keeps any type in any column) or is longer
+    than ``max_size`` is a corrupt entry, checked in SQL before it is read.
     """
 
-    def __init__(self, path, timeout: float = 30.0, table: str = DEFAULT_TABLE) -> None:
+    def __init__(self, path, timeout: float = 30.0, table: str = DEFAULT_TABLE, mode: str = "rwc") -> None:
         import sqlite3
 
         self._sqlite3 = sqlite3
-        self.path = os.path.abspath(os.fsdecode(os.fspath(path)))
+        raw = os.fsdecode(os.fspath(path))
+        self.memory = raw == MEMORY
+        self.path = raw if self.memory else os.path.abspath(raw)
         self.timeout = float(timeout)
         self.table = _table_name(table)
-        self._conns = _PerThread(self._connect)
+        if mode not in _SQLITE_MODES:
+            raise CacheStoreError(f"SQLite mode {mode!r} is not one of {', '.join(_SQLITE_MODES)}")
+        if self.memory and mode != "rwc":
+            raise CacheStoreError(f"an in-memory SQLite store cannot be opened with mode {mode!r}")
+        self.mode = mode
+        # one call at a time on the in-memory store's one connection
+        self._serial: contextlib.AbstractContextManager = (
+            threading.RLock() if self.memory else contextlib.nullcontext()
+        )
+        if not self.memory:
+            _ensure_dir(os.path.dirname(self.path), may_create=False)
+        self._conns = _PerThread(self._connect, shared=self.memory)
         try:
             self._conns.get()  # fail here, not at the first get(), when the file cannot be opened
         except Exception as e:
@@ -282,62 +412,99 @@ class SqliteStore(CacheStore):
             raise CacheStoreError(f"cannot open the SQLite store {self.path!r}: {e}") from e
 
     def __repr__(self) -> str:
-        return f"SqliteStore({self.path!r})"
+        return f"SqliteStore({self.path!r}{'' if self.mode == 'rwc' else f', mode={self.mode!r}'})"
 
     def _connect(self):
         sqlite3 = self._sqlite3
         # autocommit mode; transactions are explicit. check_same_thread off only so that
         # close() may close every thread's connection: each thread still uses its own.
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        # a URI, for its mode; one leading "/" (POSIX keeps "//x", which a URI reads as a host)
+        uri_path = urllib.parse.quote(os.fsencode("/" + self.path.lstrip("/")))
+        target = MEMORY if self.memory else f"file:{uri_path}?mode={self.mode}"
+        conn = sqlite3.connect(
+            target, timeout=self.timeout, isolation_level=None, check_same_thread=False, uri=not self.memory
+        )
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if self.mode == "ro":
+            return conn  # reads only: the journal mode and the table are the writers' business
         deadline = time.monotonic() + self.timeout
         while True:
             # switching to WAL needs a moment alone with the file; the busy handler does not
             # always cover it, so retry while other processes are opening the store too
             try:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self.table} ("
-                    " model_key TEXT NOT NULL, device_key TEXT NOT NULL, data BLOB NOT NULL,"
-                    " updated_at REAL NOT NULL, PRIMARY KEY (model_key, device_key))"
-                )
+                self._create_table(conn)
                 break
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) and "busy" not in str(e) or time.monotonic() > deadline:
                     conn.close()
                     raise
                 time.sleep(0.01)
-        if str(mode).lower() != "wal":
+        if str(mode).lower() != "wal" and not self.memory:
             log.warning("%r: journal_mode is %s, not WAL (the filesystem may not support it)", self, mode)
         return conn
 
-    def _run(self, fn):
-        try:
-            return fn(self._conns.get())
-        except self._sqlite3.Error as e:
-            raise CacheStoreError(f"{self!r}: {type(e).__name__}: {e}") from e
+    def _create_table(self, conn) -> None:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} ("
+            " model_key TEXT NOT NULL, device_key TEXT NOT NULL, data BLOB NOT NULL,"
+            " updated_at REAL NOT NULL, PRIMARY KEY (model_key, device_key))"
+        )
+
+    def _run(self, fn, write: bool):
+        if write and self.mode == "ro":
+            raise CacheStoreError(f"{self!r} is read-only")
+        with self._serial:
+            for attempt in range(2):
+                conn = None
+                try:
+                    conn = self._conns.get()
+                    return fn(conn)
+                except self._sqlite3.OperationalError as e:
+                    # another process dropped the table: a miss for readers, made anew for writers
+                    if attempt == 0 and conn is not None and "no such table" in str(e):
+                        if not write:
+                            return None
+                        try:
+                            self._create_table(conn)
+                            continue
+                        except self._sqlite3.Error as e2:
+                            raise CacheStoreError(f"{self!r}: {type(e2).__name__}: {e2}") from e2
+                    raise CacheStoreError(f"{self!r}: {type(e).__name__}: {e}") from e
+                except self._sqlite3.Error as e:
+                    raise CacheStoreError(f"{self!r}: {type(e).__name__}: {e}") from e
+
+    def _select(self, conn, key, suffix: str = ""):
+        """The stored bytes of ``key`` or None; CacheStoreError for a corrupt row, which is not read."""
+        row = conn.execute(
+            f"SELECT typeof(data), length(data), CASE WHEN typeof(data) = 'blob' AND length(data) <= ? THEN data END"
+            f" FROM {self.table} WHERE model_key = ? AND device_key = ?{suffix}",
+            (self.max_size, *key),
+        ).fetchone()
+        if row is None:
+            return None
+        kind, size, data = row
+        if kind != "blob":
+            raise CacheStoreError(f"{self!r}: the entry {key!r} is corrupt: a {kind} value, not a blob")
+        if data is None:
+            raise self._oversize(f"the entry {key!r}", size)
+        return bytes(data)
 
     def get(self, model_key: str, device_key: str) -> bytes | None:
         key = (_check_key("model_key", model_key), _check_key("device_key", device_key))
+        return self._run(lambda conn: self._select(conn, key), write=False)
 
-        def q(conn):
-            row = conn.execute(
-                f"SELECT data FROM {self.table} WHERE model_key = ? AND device_key = ?", key
-            ).fetchone()
-            return None if row is None else bytes(row[0])
-
-        return self._run(q)
-
-    def _upsert(self, conn, key, data) -> None:
+    def _upsert(self, conn, key, data: bytes) -> None:
         conn.execute(
             f"INSERT INTO {self.table} (model_key, device_key, data, updated_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (model_key, device_key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at",
-            (*key, self._sqlite3.Binary(bytes(data)), time.time()),
+            (*key, self._sqlite3.Binary(data), time.time()),
         )
 
     def put(self, model_key: str, device_key: str, data: bytes) -> None:
         key = (_check_key("model_key", model_key), _check_key("device_key", device_key))
-        self._run(lambda conn: self._upsert(conn, key, data))
+        data = self._check_data(data)
+        self._run(lambda conn: self._upsert(conn, key, data), write=True)
 
     def update(self, model_key: str, device_key: str, fn: Callable[[bytes | None], bytes]) -> bytes:
         key = (_check_key("model_key", model_key), _check_key("device_key", device_key))
@@ -347,10 +514,12 @@ class SqliteStore(CacheStore):
             # read the old row and then overwrite each other
             conn.execute("BEGIN IMMEDIATE")
             try:
-                row = conn.execute(
-                    f"SELECT data FROM {self.table} WHERE model_key = ? AND device_key = ?", key
-                ).fetchone()
-                data = fn(None if row is None else bytes(row[0]))
+                try:
+                    old = self._select(conn, key)
+                except CacheStoreError as e:
+                    log.info("%s (replacing it)", e)
+                    old = None
+                data = self._check_data(fn(old))
                 self._upsert(conn, key, data)
                 conn.execute("COMMIT")
                 return data
@@ -358,7 +527,7 @@ class SqliteStore(CacheStore):
                 conn.execute("ROLLBACK")
                 raise
 
-        return self._run(tx)
+        return self._run(tx, write=True)
 
     def close(self) -> None:
         self._conns.close_all()
@@ -374,23 +543,43 @@ class PostgresStore(CacheStore):
     exists (an empty placeholder, never committed on its own), then reads it with
     ``SELECT ... FOR UPDATE``: the row lock serialises merging writers of one key, also when
     the key is new.
+
+    Every session sets ``lock_timeout`` and ``statement_timeout`` (seconds; 0 turns one
+    off): a writer that waits for a stuck peer's row lock fails with CacheStoreError (a
+    logged failure in ``save_from``) instead of hanging. A broken connection (a server
+    restart, a dropped network) is replaced: the call is tried again on a new connection
+    after each of ``reconnect_delays`` and fails only when they are used up. ``update``
+    may therefore call ``fn`` again; its result must depend only on its argument. Error
+    messages, log lines and ``repr()`` never show the password.
     """
 
-    def __init__(self, dsn: str, table: str = DEFAULT_TABLE, connect_timeout: int = 10) -> None:
+    reconnect_delays: tuple[float, ...] = (0.1, 0.5, 2.0)
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str = DEFAULT_TABLE,
+        connect_timeout: int = 10,
+        lock_timeout: float = 5.0,
+        statement_timeout: float = 10.0,
+    ) -> None:
         try:
             import psycopg
         except ImportError as e:
             raise CacheStoreError("PostgresStore needs psycopg 3 (pip install psycopg)") from e
         self._psycopg = psycopg
         self.dsn = dsn
+        self._secrets = _dsn_passwords(dsn)
         self.table = _table_name(table)
         self.connect_timeout = int(connect_timeout)
+        self.lock_timeout = float(lock_timeout)
+        self.statement_timeout = float(statement_timeout)
         self._conns = _PerThread(self._connect)
         try:
             self._conns.get()
         except Exception as e:
             self._conns.close_all()
-            raise CacheStoreError(f"cannot open the PostgreSQL store: {type(e).__name__}: {e}") from e
+            raise self._error("cannot open the PostgreSQL store: ", e) from None
 
     def __repr__(self) -> str:
         # never show a password in a log line
@@ -398,50 +587,99 @@ class PostgresStore(CacheStore):
         where = f"{parts.hostname or 'local'}{parts.path}" if parts else "dsn"
         return f"PostgresStore({where!r})"
 
+    def _error(self, what: str, e: BaseException) -> CacheStoreError:
+        # psycopg's messages may quote the DSN (a malformed one, say): the cause is left off
+        # the error, so that a logged traceback does not show it either
+        return CacheStoreError(_redact(f"{self!r}: {what}{type(e).__name__}: {e}", self._secrets))
+
     def _connect(self):
         psycopg = self._psycopg
         conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self.connect_timeout)
         try:
-            with conn.transaction():
-                # CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL (a duplicate key in
-                # pg_type): one creator at a time, by a transaction-scoped advisory lock
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self.table} ("
-                    " model_key text NOT NULL, device_key text NOT NULL, data bytea NOT NULL,"
-                    " updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (model_key, device_key))"
-                )
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+                (f"{int(self.lock_timeout * 1000)}ms", f"{int(self.statement_timeout * 1000)}ms"),
+            )
+            self._create_table(conn)
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _run(self, fn):
-        try:
-            return fn(self._conns.get())
-        except self._psycopg.Error as e:
-            raise CacheStoreError(f"{self!r}: {type(e).__name__}: {e}") from e
+    def _create_table(self, conn) -> None:
+        with conn.transaction():
+            # CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL (a duplicate key in
+            # pg_type): one creator at a time, by a transaction-scoped advisory lock
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                " model_key text NOT NULL, device_key text NOT NULL, data bytea NOT NULL,"
+                " updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (model_key, device_key))"
+            )
+
+    def _run(self, fn, write: bool):
+        psycopg = self._psycopg
+        delays = iter(self.reconnect_delays)
+        created = False
+        while True:
+            conn = None
+            try:
+                conn = self._conns.get()
+                return fn(conn)
+            except psycopg.errors.UndefinedTable as e:
+                # another session dropped the table: a miss for readers, made anew for writers
+                if not write:
+                    return None
+                if created or conn is None:
+                    raise self._error("", e) from None
+                created = True
+                try:
+                    self._create_table(conn)
+                except psycopg.Error as e2:
+                    raise self._error("", e2) from None
+            except psycopg.Error as e:
+                if conn is not None and not conn.closed and not getattr(conn, "broken", False):
+                    raise self._error("", e) from None  # the statement failed, not the connection
+                delay = next(delays, None)
+                if delay is None:
+                    raise self._error("no connection: ", e) from None
+                self._conns.drop()
+                log.warning(
+                    "%r: %s (reconnecting in %.1f s)",
+                    self,
+                    _redact(f"{type(e).__name__}: {e}".strip(), self._secrets),
+                    delay,
+                )
+                time.sleep(delay)
+
+    def _select(self, conn, key, suffix: str = ""):
+        """The stored bytes of ``key`` or None; CacheStoreError for a row over the limit, which is not read."""
+        row = conn.execute(
+            f"SELECT octet_length(data), CASE WHEN octet_length(data) <= %s THEN data END"
+            f" FROM {self.table} WHERE model_key = %s AND device_key = %s{suffix}",
+            (self.max_size, *key),
+        ).fetchone()
+        # an empty row is update()'s placeholder, seen only if it was ever committed
+        if row is None or row[0] == 0:
+            return None
+        if row[1] is None:
+            raise self._oversize(f"the entry {key!r}", row[0])
+        return bytes(row[1])
 
     def get(self, model_key: str, device_key: str) -> bytes | None:
         key = (_check_key("model_key", model_key), _check_key("device_key", device_key))
-
-        def q(conn):
-            row = conn.execute(
-                f"SELECT data FROM {self.table} WHERE model_key = %s AND device_key = %s", key
-            ).fetchone()
-            # an empty row is update()'s placeholder, seen only if it was ever committed
-            return bytes(row[0]) if row is not None and len(row[0]) else None
-
-        return self._run(q)
+        return self._run(lambda conn: self._select(conn, key), write=False)
 
     def put(self, model_key: str, device_key: str, data: bytes) -> None:
         key = (_check_key("model_key", model_key), _check_key("device_key", device_key))
+        data = self._check_data(data)
         self._run(
             lambda conn: conn.execute(
                 f"INSERT INTO {self.table} (model_key, device_key, data, updated_at) VALUES (%s, %s, %s, now())"
                 " ON CONFLICT (model_key, device_key) DO UPDATE SET data = EXCLUDED.data, updated_at = now()",
-                (*key, bytes(data)),
-            )
+                (*key, data),
+            ),
+            write=True,
         )
 
     def update(self, model_key: str, device_key: str, fn: Callable[[bytes | None], bytes]) -> bytes:
@@ -455,21 +693,43 @@ class PostgresStore(CacheStore):
                     " ON CONFLICT (model_key, device_key) DO NOTHING",
                     key,
                 )
-                row = conn.execute(
-                    f"SELECT data FROM {self.table} WHERE model_key = %s AND device_key = %s FOR UPDATE", key
-                ).fetchone()
-                old = bytes(row[0]) if row is not None and len(row[0]) else None
-                data = fn(old)
+                try:
+                    old = self._select(conn, key, " FOR UPDATE")
+                except CacheStoreError as e:
+                    log.info("%s (replacing it)", e)
+                    old = None
+                data = self._check_data(fn(old))
                 conn.execute(
                     f"UPDATE {self.table} SET data = %s, updated_at = now() WHERE model_key = %s AND device_key = %s",
-                    (bytes(data), *key),
+                    (data, *key),
                 )
                 return data
 
-        return self._run(tx)
+        return self._run(tx, write=True)
 
     def close(self) -> None:
         self._conns.close_all()
+
+
+def _dsn_passwords(dsn: str) -> tuple[str, ...]:
+    """The password of a DSN as written and as decoded, to mask in messages."""
+    found: set[str] = set()
+    if "://" in dsn:
+        try:
+            raw = urllib.parse.urlsplit(dsn).password
+        except ValueError:
+            raw = None
+        if raw:
+            found.update((raw, urllib.parse.unquote(raw)))
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        decoded = conninfo_to_dict(dsn).get("password")
+    except Exception:
+        decoded = None
+    if isinstance(decoded, str) and decoded:
+        found.add(decoded)
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 # --------------------------------------------------------------------------- URLs
@@ -478,19 +738,44 @@ class PostgresStore(CacheStore):
 def open_store(url: str) -> CacheStore:
     """A store from a URL: ``file:///dir``, ``sqlite:///path.db`` or ``postgresql://...`` (also ``postgres://``).
 
-    Raises CacheStoreError for an unknown scheme or a store that cannot be opened.
+    ``sqlite:///path.db?mode=ro`` opens read-only (``mode=rw``: the file must exist);
+    ``sqlite:///:memory:`` is an in-memory database of this store alone. Other query
+    parameters of ``file`` and ``sqlite`` URLs are refused. A missing directory above the
+    store is refused, except inside the default cache directory, which is created. Raises
+    CacheStoreError for an unknown scheme or a store that cannot be opened; its message
+    never shows a password.
     """
     if not isinstance(url, str):
         raise CacheStoreError(f"store URL must be a string, got {type(url).__name__}")
-    parts = urllib.parse.urlsplit(url)
+    shown = _redact(url, _dsn_passwords(url))
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        raise CacheStoreError(f"{shown!r}: not a URL ({_redact(str(e))})") from None
     scheme = parts.scheme.lower()
     if scheme in ("file", "sqlite"):
         if parts.netloc not in ("", "localhost"):
-            raise CacheStoreError(f"{url!r}: a {scheme} store is local; write {scheme}:///path")
+            raise CacheStoreError(f"{shown!r}: a {scheme} store is local; write {scheme}:///path")
         path = urllib.parse.unquote(parts.path)
         if not path:
-            raise CacheStoreError(f"{url!r}: no path")
-        return DirectoryStore(path) if scheme == "file" else SqliteStore(path)
+            raise CacheStoreError(f"{shown!r}: no path")
+        try:
+            query = urllib.parse.parse_qs(
+                parts.query, keep_blank_values=True, strict_parsing=bool(parts.query)
+            )
+        except ValueError:
+            raise CacheStoreError(f"{shown!r}: cannot read the query {parts.query!r}") from None
+        known = {"mode"} if scheme == "sqlite" else set()
+        unknown = sorted(set(query) - known)
+        if unknown or parts.fragment or any(len(v) > 1 for v in query.values()):
+            what = ", ".join(unknown) or "a repeated parameter or a fragment"
+            allowed = "mode=ro|rw|rwc" if scheme == "sqlite" else "none"
+            raise CacheStoreError(f"{shown!r}: unsupported URL parameters ({what}); allowed: {allowed}")
+        if scheme == "file":
+            return DirectoryStore(path)
+        if path == "/" + MEMORY:
+            path = MEMORY
+        return SqliteStore(path, mode=query.get("mode", ["rwc"])[0])
     if scheme in ("postgresql", "postgres"):
         return PostgresStore(url)
-    raise CacheStoreError(f"{url!r}: unknown store scheme {parts.scheme!r} (file, sqlite, postgresql)")
+    raise CacheStoreError(f"{shown!r}: unknown store scheme {parts.scheme!r} (file, sqlite, postgresql)")
