@@ -13,6 +13,7 @@ verdict covers the rest: format, checksums, layout, entries against this build's
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any
 
@@ -32,16 +33,24 @@ _DECIMAL = {
 
 
 def _identity(device) -> cachefile.Identity | None:
-    """The identity of ``device`` (a VulkanDevice, GpuInfo or index); None for False or no GPU."""
+    """The identity of ``device`` (a VulkanDevice, GpuInfo or index); None for False, or for
+    None (the default GPU) when there is no GPU.
+
+    An index that names no device raises ValueError: silently checking nothing would let
+    ``--device 7`` report a file as accepted.
+    """
     if device is False:
         return None
+    from . import device as _device
     from .pipelinecache import NCNN_VERSION
 
     info = getattr(device, "info", device)
+    if isinstance(info, int) and not isinstance(info, bool):
+        count = _device.get_gpu_count()
+        if not 0 <= info < count:
+            raise ValueError(f"device index {info}: there are {count} Vulkan devices")
     if info is None or isinstance(info, int):
         try:
-            from . import device as _device
-
             if _device.get_gpu_count() == 0:
                 return None
             info = _device.get_gpu_info(info)
@@ -50,6 +59,27 @@ def _identity(device) -> cachefile.Identity | None:
         if info is None:
             return None
     return cachefile.identity_of(info, NCNN_VERSION)
+
+
+SQLITE_MAGIC = b"SQLite format 3\0"
+
+
+def foreign_format(data, src=None) -> str | None:
+    """Why ``data`` is plainly some other kind of file, when it is recognisable; else None.
+
+    A SQLite database is the likely mix-up (a ``sqlite:///`` cache store given as a cache
+    file): say so rather than list the header fields of a made-up header.
+    """
+    if data is None or bytes(data[: len(SQLITE_MAGIC)]) != SQLITE_MAGIC:
+        return None
+    if isinstance(src, (str, os.PathLike)):
+        url = "sqlite:///" + os.path.abspath(os.fsdecode(src)).lstrip("/")
+    else:
+        url = "sqlite:///PATH"
+    return (
+        "this is a SQLite database, not a pipeline cache file; if it is a cache store,"
+        f" use --store {url} --key MODEL_KEY"
+    )
 
 
 def _read(src) -> tuple[bytes | None, str | None]:
@@ -125,12 +155,18 @@ def inspect(src, device=None) -> dict[str, Any]:
     """Everything about a cache file (bytes-like, path or binary file object) as a dict.
 
     ``device``: a VulkanDevice, GpuInfo or device index to check against; None for the
-    default GPU if there is one; False for no device checks. Never raises on bad data.
+    default GPU if there is one; False for no device checks. Never raises on bad data; an
+    index that names no device raises ValueError.
     """
     data, read_error = _read(src)
     report: dict[str, Any] = {"size": None if data is None else len(data), "checks": [], "entries": []}
     identity = _identity(device)
     report["device"] = None if identity is None else identity.device_name
+    foreign = foreign_format(data, src)
+    if foreign is not None:
+        report["accepted"], report["reason"], report["error"] = False, foreign, foreign
+        report["format"] = "sqlite"
+        return report
     ok, reason = verify(data if data is not None else src, device if identity is not None else False)
     report["accepted"], report["reason"] = ok, reason
     if data is None:
@@ -362,9 +398,12 @@ def verify(src, device=None) -> tuple[bool, str]:
     from .spirv import resolve_shader_info
 
     data, read_error = _read(src)
+    identity = _identity(device)  # before the data: a bad index is the caller's error, not the file's
     if data is None:
         return False, read_error or "unreadable"
-    identity = _identity(device)
+    foreign = foreign_format(data, src)
+    if foreign is not None:
+        return False, foreign
     stale: list = []
     try:
         if identity is not None:

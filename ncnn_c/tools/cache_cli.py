@@ -1,7 +1,9 @@
 """``python -m ncnn_c cache``: look into, check and build pipeline cache files.
 
-    python -m ncnn_c cache inspect FILE [--device N | --no-device] [--json]
-    python -m ncnn_c cache verify FILE [--device N | --no-device]
+    python -m ncnn_c cache inspect (FILE | --store URL --key K [--device-key D])
+                                   [--device N | --no-device] [--json]
+    python -m ncnn_c cache verify (FILE | --store URL --key K [--device-key D])
+                                  [--device N | --no-device]
     python -m ncnn_c cache build MODEL.param [MODEL.bin] [--input WxHxC ...]
                                  (-o FILE | --store URL [--model-key K]) [--merge]
                                  [--opt NAME=VALUE ...] [--device N] [--no-forward]
@@ -9,7 +11,9 @@
 ``inspect`` prints the header, the section sizes, the entry list (shader name, option bits,
 sizes) and, for this library and the chosen device (default: the default GPU, when there is
 one), every check with what the file has and what would be accepted. ``verify`` prints the
-verdict ``PipelineCache.load_cache`` would reach, in one line.
+verdict ``PipelineCache.load_cache`` would reach, in one line. With ``--store`` both read
+the store's entry for model key K and the device's key (or ``--device-key``): a store
+cannot list its entries, so the model key must be given.
 
 ``build`` prepares a cache before the first user arrives: it loads the network on the GPU
 with ncnn's default options (change them with ``--opt``, exactly as the application will set
@@ -21,17 +25,24 @@ A later run with the same model, input shape, options and device then compiles n
 Without a .bin every weight is zero: pipelines do not depend on weight values.
 
 Exit codes: 0 done (``inspect``/``verify``: the file would be accepted), 1 failure (the file
-would be rejected, the model did not load or run, the cache could not be saved), 2 usage.
+would be rejected or is missing, the model did not load or run, the cache could not be
+saved), 2 usage (a ``--device`` that names no device included). ``inspect --json`` prints
+one JSON document on stdout whatever happens: the report, or ``{"error": ..., "exit_code": N}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
+import os
+import stat
 import sys
 import time
+import urllib.parse
 from pathlib import Path
+from typing import NoReturn
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -42,6 +53,26 @@ class UsageError(Exception):
 
 class Failure(Exception):
     """The work failed: exit code 1."""
+
+
+def _json_error(message: str, code: int) -> None:
+    print(json.dumps({"error": message, "exit_code": code}, indent=1))
+
+
+class _JsonAwareParser(argparse.ArgumentParser):
+    """Reports its usage errors as JSON on stdout too when ``--json`` was given, so that a
+    caller parsing stdout gets a document for every outcome (the usage still goes to stderr)."""
+
+    _json = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._json = args is not None and "--json" in args
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        if self._json:
+            _json_error(message, EXIT_USAGE)
+        super().error(message)
 
 
 # -- arguments -------------------------------------------------------------------------------
@@ -59,10 +90,26 @@ def _add_device(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.set_defaults(_parser=p)  # FILE vs --store is checked after parsing, reported as argparse would
+    p.add_argument("file", nargs="?", help="the cache file (or --store URL --key K)")
+    p.add_argument(
+        "--store", metavar="URL", help="read an entry of a cache store: file:///dir, sqlite:///path.db, ..."
+    )
+    p.add_argument("--key", metavar="MODEL_KEY", help="with --store: the model key of the entry")
+    p.add_argument(
+        "--device-key",
+        metavar="KEY",
+        help="with --store: the entry of this device key (default: the device's own key)",
+    )
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = "exit codes: 0 ok, 1 failure (or a rejected file), 2 usage"
-    sub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    sub = p.add_subparsers(
+        dest="cache_command", metavar="ACTION", required=True, parser_class=_JsonAwareParser
+    )
 
     pi = sub.add_parser(
         "inspect",
@@ -70,7 +117,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         description="Print what a cache file holds and, for this library and device, whether each field"
         " would be accepted and why not. Exit 0 when the file would be accepted, 1 when not.",
     )
-    pi.add_argument("file", help="the cache file")
+    _add_source(pi)
     _add_device(pi)
     pi.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
 
@@ -80,7 +127,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         description="One line: would PipelineCache.load_cache accept FILE here, and why not."
         " Exit 0 accepted, 1 rejected, 2 usage.",
     )
-    pv.add_argument("file", help="the cache file")
+    _add_source(pv)
     _add_device(pv)
 
     pb = sub.add_parser(
@@ -127,27 +174,157 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # -- inspect / verify ------------------------------------------------------------------------
 
 
+def _device_index(requested: int | None) -> int | None:
+    """``--device N`` checked against the devices there are; None (the default GPU) as is."""
+    if requested is None:
+        return None
+    from ..gpu import device
+
+    count = device.get_gpu_count()
+    if not 0 <= requested < count:
+        have = f"there are {count} Vulkan devices" if count else "there is no Vulkan device"
+        raise UsageError(f"--device {requested}: no such device ({have})")
+    return requested
+
+
 def _device_arg(args):
     if args.no_device:
         return False
-    return args.device  # None: the default GPU, when there is one
+    return _device_index(args.device)  # None: the default GPU, when there is one
+
+
+def _os_error(e: OSError) -> str:
+    text = e.strerror or str(e)
+    return f"{text} (a symbolic link loop)" if e.errno == errno.ELOOP else text
 
 
 def _check_file(path: str) -> None:
-    if not Path(path).exists():
-        raise Failure(f"{path}: no such file")
+    # os.stat, not Path.exists: exists() is False for a symlink loop or an unreadable
+    # directory too, which would be reported as a missing file
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        dangling = " (a dangling symbolic link)" if os.path.islink(path) else ""
+        raise Failure(f"{path}: no such file{dangling}") from None
+    except OSError as e:
+        raise Failure(f"{path}: {_os_error(e)}") from None
+
+
+def _check_store_path(url: str) -> None:
+    """A file:// or sqlite:// store must already exist: opening one creates it, and looking
+    into a store must not leave a new empty one behind (nor a new table in a foreign database)."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("file", "sqlite"):
+        return
+    path = urllib.parse.unquote(parts.path)
+    if not path:
+        return  # open_store says what is wrong with the URL
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise Failure(f"{url}: no such store ({path} does not exist)") from None
+    except OSError as e:
+        raise Failure(f"{url}: {path}: {_os_error(e)}") from None
+    from ..gpu import cachefile
+
+    if scheme == "file":
+        if not stat.S_ISDIR(st.st_mode):
+            raise Failure(f"{url}: {path} is {cachefile._file_kind(st.st_mode)}, not a directory")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise Failure(f"{url}: {path} is {cachefile._file_kind(st.st_mode)}, not a SQLite database")
+    import sqlite3
+
+    from ..cachestore import DEFAULT_TABLE
+
+    try:
+        # read-only, so that a foreign database is left exactly as it was; one leading "/"
+        # (a URI path starting "//" would name a host)
+        uri_path = urllib.parse.quote("/" + os.path.abspath(path).lstrip("/"))
+        conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (DEFAULT_TABLE,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise Failure(f"{url}: not a readable SQLite database ({e})") from None
+    if row is None:
+        raise Failure(f"{url}: a SQLite database without the {DEFAULT_TABLE} table: not a cache store")
+
+
+def _usage(args, message: str) -> NoReturn:
+    parser = getattr(args, "_parser", None)
+    if parser is not None:
+        parser.error(message)  # usage and message on stderr, exit 2 (and JSON with --json)
+    raise UsageError(message)
+
+
+def _source(args, device) -> tuple[object, str]:
+    """What to inspect or verify: (a path or the bytes of a store entry, how to name it)."""
+    if args.store is None:
+        if args.key is not None or args.device_key is not None:
+            _usage(args, "--key and --device-key only go with --store")
+        if args.file is None:
+            _usage(args, "give a cache FILE, or --store URL --key MODEL_KEY")
+        _check_file(args.file)
+        return args.file, args.file
+    if args.file is not None:
+        _usage(args, "give a cache FILE or --store URL, not both")
+    if args.key is None:
+        _usage(args, "--store needs --key MODEL_KEY (a store cannot list its entries)")
+    from ..cachestore import CacheStoreError, device_key, open_store
+
+    dkey = args.device_key
+    if dkey is None:
+        if device is False:
+            raise UsageError(
+                "--store with --no-device needs --device-key KEY: entries are found by device key"
+            )
+        from ..gpu.device import get_gpu_device
+
+        vkdev = get_gpu_device(device)
+        if vkdev is None:
+            raise UsageError("no Vulkan device to take the device key from: give --device-key KEY")
+        dkey = device_key(vkdev)
+    _check_store_path(args.store)
+    try:
+        store = open_store(args.store)
+    except CacheStoreError as e:
+        raise UsageError(str(e)) from None
+    try:
+        data = store.get(args.key, dkey)
+    except CacheStoreError as e:
+        raise Failure(str(e)) from None
+    finally:
+        store.close()
+    if data is None:
+        raise Failure(f"{args.store}: no entry for model key {args.key!r} and device key {dkey}")
+    return data, f"{args.store} [{args.key}] device {dkey}"
 
 
 def cmd_inspect(args) -> int:
     from ..gpu import cacheinspect
 
-    _check_file(args.file)
-    report = cacheinspect.inspect(args.file, _device_arg(args))
+    device = _device_arg(args)
+    src, name = _source(args, device)
+    report = cacheinspect.inspect(src, device)
+    if args.store is not None:
+        report = {"source": name, **report}
+    code = EXIT_OK if report["accepted"] else EXIT_FAIL
     if args.json:
+        # the same two fields as a JSON error document: a caller checks "error" and "exit_code"
+        if code != EXIT_OK:
+            report.setdefault("error", report["reason"])
+        report["exit_code"] = code
         print(json.dumps(report, indent=1, default=_json_default))
     else:
+        if args.store is not None:
+            print(f"entry: {name}")
         print(cacheinspect.format_report(report))
-    return EXIT_OK if report["accepted"] else EXIT_FAIL
+    return code
 
 
 def _json_default(v):
@@ -159,9 +336,10 @@ def _json_default(v):
 def cmd_verify(args) -> int:
     from ..gpu import cacheinspect
 
-    _check_file(args.file)
-    ok, reason = cacheinspect.verify(args.file, _device_arg(args))
-    print(f"{args.file}: {'accepted' if ok else 'rejected'}: {reason}")
+    device = _device_arg(args)
+    src, name = _source(args, device)
+    ok, reason = cacheinspect.verify(src, device)
+    print(f"{name}: {'accepted' if ok else 'rejected'}: {reason}")
     return EXIT_OK if ok else EXIT_FAIL
 
 
@@ -250,12 +428,17 @@ def cmd_build(args) -> int:
 
     import ncnn_c
 
+    from ..gpu import cachefile
     from . import bench
 
-    if not Path(args.param).is_file():
-        raise UsageError(f"no such file: {args.param}")
-    if args.model is not None and not Path(args.model).is_file():
-        raise UsageError(f"no such file: {args.model}")
+    _input_file(args.param)
+    if args.model is not None:
+        _input_file(args.model)
+    if args.output is not None:
+        try:  # a directory or a FIFO is refused now, not after minutes of pipeline building
+            cachefile.check_target(args.output)
+        except OSError as e:
+            raise Failure(f"cannot save to {args.output}: {e}") from None
     if args.model_key is not None and not args.store:
         raise UsageError("--model-key only goes with --store")
     try:
@@ -275,9 +458,9 @@ def cmd_build(args) -> int:
     count = ncnn_c.get_gpu_count()
     if count <= 0:
         raise Failure("no Vulkan device: a pipeline cache needs one")
-    index = ncnn_c.get_default_gpu_index() if args.device is None else args.device
-    if not 0 <= index < count:
-        raise UsageError(f"--device {index}: there are {count} Vulkan devices")
+    index = _device_index(args.device)
+    if index is None:
+        index = ncnn_c.get_default_gpu_index()
     vkdev = ncnn_c.get_gpu_device(index)
     if vkdev is None:
         raise Failure(f"Vulkan device {index} could not be opened")
@@ -337,7 +520,7 @@ def cmd_build(args) -> int:
             if cache.save_cache(args.output, merge=args.merge) != 0:
                 raise Failure(f"cannot save to {args.output} (see the message above)")
             where = args.output
-            data = Path(args.output).read_bytes()
+            data = cachefile.read_source(args.output)  # never blocks, should a FIFO appear there
         st = cache.stats()
         from ..gpu import cacheinspect
 
@@ -357,6 +540,19 @@ def cmd_build(args) -> int:
             store.close()
 
 
+def _input_file(path: str) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except OSError as e:
+        raise UsageError(f"{path}: {_os_error(e)}") from None
+    if not stat.S_ISREG(st.st_mode):
+        from ..gpu import cachefile
+
+        raise UsageError(f"{path}: not a regular file ({cachefile._file_kind(st.st_mode)})")
+
+
 def _device_key(vkdev) -> str:
     from ..cachestore import device_key
 
@@ -373,14 +569,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _ACTIONS[args.cache_command](args)
     except UsageError as e:
-        print(f"cache {args.cache_command}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        message, code = str(e), EXIT_USAGE
     except Failure as e:
-        print(f"cache {args.cache_command}: {e}", file=sys.stderr)
-        return EXIT_FAIL
+        message, code = str(e), EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - any other crash is a failure with a reason
-        print(f"cache {args.cache_command}: failed: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_FAIL
+        message, code = f"failed: {type(e).__name__}: {e}", EXIT_FAIL
+    print(f"cache {args.cache_command}: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        _json_error(message, code)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
