@@ -276,32 +276,35 @@ class Extractor(VulkanForward):
         ret: int | str
         tops: list[Mat]
         try:
-            if layer.one_blob_only:
-                b = layer.bottoms[0]
-                bottom = self._mats[b]
-                # _take_bottom's common case inline: fp32 unpacked, nobody else holding it
-                if (
-                    bottom is None
-                    or bottom.elemsize != 4
-                    or bottom.elempack != 1
-                    or (inplace and (self._pending[b] > 1 or b in self._shared))
-                ):
-                    bottom = self._take_bottom(b, layer, opt, inplace)
-                if inplace:
-                    ret = layer.forward_inplace(bottom, opt)
-                    top = bottom
+            # NaN and inf are data, not errors: ncnn prints nothing for them and neither do we
+            # (numpy would warn "overflow" / "invalid value" on stderr)
+            with np.errstate(all="ignore"):
+                if layer.one_blob_only:
+                    b = layer.bottoms[0]
+                    bottom = self._mats[b]
+                    # _take_bottom's common case inline: fp32 unpacked, nobody else holding it
+                    if (
+                        bottom is None
+                        or bottom.elemsize != 4
+                        or bottom.elempack != 1
+                        or (inplace and (self._pending[b] > 1 or b in self._shared))
+                    ):
+                        bottom = self._take_bottom(b, layer, opt, inplace)
+                    if inplace:
+                        ret = layer.forward_inplace(bottom, opt)
+                        top = bottom
+                    else:
+                        top = Mat()
+                        ret = layer.forward(bottom, top, opt)
+                    tops = [top]
                 else:
-                    top = Mat()
-                    ret = layer.forward(bottom, top, opt)
-                tops = [top]
-            else:
-                bottoms = [self._take_bottom(b, layer, opt, inplace) for b in layer.bottoms]
-                if inplace:
-                    ret = layer.forward_inplace(bottoms, opt)
-                    tops = bottoms
-                else:
-                    tops = [Mat() for _ in layer.tops]
-                    ret = layer.forward(bottoms, tops, opt)
+                    bottoms = [self._take_bottom(b, layer, opt, inplace) for b in layer.bottoms]
+                    if inplace:
+                        ret = layer.forward_inplace(bottoms, opt)
+                        tops = bottoms
+                    else:
+                        tops = [Mat() for _ in layer.tops]
+                        ret = layer.forward(bottoms, tops, opt)
         except Exception as e:  # noqa: BLE001 - layer code must not break the extractor
             ret = f"raised {type(e).__name__}: {e}"
         if ret != 0:
