@@ -379,6 +379,30 @@ def test_round_trip_through_a_path(vkdev, shaders, cache, tmp_path):
         assert "missing.vkcache" in c3.stats()["last_load_error"]
 
 
+def test_a_path_given_as_bytes_is_read_as_a_path(vkdev, shaders, cache, tmp_path):
+    _warm(cache, vkdev)
+    path = tmp_path / "model.ncnn.vkcache"
+    assert cache.save_cache(str(path)) == 0
+    with PipelineCache(vkdev) as c2:
+        assert c2.load_cache(bytes(path)) == 0, c2.last_error
+        _check_warm_start(vkdev, c2)
+    with PipelineCache(vkdev) as c3:
+        # bytes naming nothing stay cache data, and are rejected as such
+        assert c3.load_cache(bytes(tmp_path / "nothing.vkcache")) != 0
+        assert "magic" in c3.last_error or "128" in c3.last_error, c3.last_error
+
+
+def test_saving_a_destroyed_cache_fails(vkdev, shaders, tmp_path, caplog):
+    c = PipelineCache(vkdev)
+    _warm(c, vkdev)
+    c.destroy()
+    buf = bytearray()
+    assert c.save_cache(buf) != 0 and not buf
+    assert c.save_cache(str(tmp_path / "x.vkcache")) != 0
+    assert not (tmp_path / "x.vkcache").exists()
+    assert "destroyed" in caplog.text
+
+
 def test_missing_file_is_a_miss_logged_at_info_and_reason_readable(vkdev, tmp_path, caplog):
     import logging
 

@@ -452,6 +452,7 @@ class PipelineCache:
         try:
             if src is None:
                 src = self.default_path()
+            src = _path_given_as_bytes(src)
             data = cachefile.read_source(src)
             infos: dict[bytes, ShaderInfo] = {}
 
@@ -521,6 +522,11 @@ class PipelineCache:
         replaced: for a path under an advisory lock on ``<path>.lock``, so that processes
         running different models build one shared file (see ``docs/cache-stores.md``).
         """
+        if self._destroyed:
+            log.error(
+                "PipelineCache.save_cache: the cache was destroyed: nothing saved to %s", _describe(dst)
+            )
+            return -1
         try:
             if dst is None:
                 dst = self.default_path()
@@ -662,6 +668,25 @@ def _spirv_bytes(spirv) -> bytes:
     if isinstance(spirv, (bytes, bytearray, memoryview)):
         return bytes(spirv)
     return struct.pack(f"<{len(spirv)}I", *(int(w) & 0xFFFFFFFF for w in spirv))
+
+
+_MAGIC_BYTES = struct.pack("<I", cachefile.CACHE_FILE_MAGIC)
+
+
+def _path_given_as_bytes(src):
+    """``src`` as a str path when it is bytes that cannot be cache data but name a file
+    (``load_cache(b"/path/x.vkcache")``, as a C caller's ``const char*`` arrives), else itself.
+    Cache data starts with the magic; a path never holds a NUL."""
+    if (
+        isinstance(src, bytes)
+        and 0 < len(src) < 4096
+        and not src.startswith(_MAGIC_BYTES)
+        and b"\0" not in src
+        and os.path.lexists(src)
+    ):
+        log.info("PipelineCache.load_cache: %r is not cache data but names a file: reading that", src)
+        return os.fsdecode(src)
+    return src
 
 
 def _describe(target) -> str:
