@@ -15,7 +15,10 @@ A store maps ``(model_key, device_key)`` to the bytes of a cache file
 version, pipelineCacheUUID, cache format version). Reading a store never raises into the
 application: ``load_into`` turns a missing, unreadable, rejected or corrupt entry into a
 logged miss (non-zero return), and ``save_from`` reports failures by its return value.
-The design is documented in ``docs/cache-stores.md``.
+An entry over ``MAX_ENTRY_SIZE`` or, in SQLite, not a BLOB is corrupt. PostgresStore
+reconnects after a broken connection and bounds lock waits (``lock_timeout``,
+``statement_timeout``); no error message or log line shows a password. The design is
+documented in ``docs/cache-stores.md``.
 """
 
 from __future__ import annotations

@@ -120,16 +120,6 @@ def pg_dsn():
         server.stop()
 
 
-@pytest.fixture
-def own_pg():
-    """A server of this test alone: restarting it disturbs no other test."""
-    server = PgServer()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 _pg_tables = iter(range(10**6))
 
 
