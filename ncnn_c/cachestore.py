@@ -140,6 +140,10 @@ class CacheStore:
     """
 
     max_size: int = MAX_ENTRY_SIZE
+    # The cache key of this store's entries (``open_store(url, key=...)`` or set it): entries
+    # are saved with an HMAC-SHA256 made with it and loaded only with a valid one, whatever
+    # key the PipelineCache has. None: the PipelineCache's own (by default $NCNN_C_CACHE_KEY).
+    key: bytes | None = None
 
     def _check_data(self, data) -> bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -189,7 +193,10 @@ class CacheStore:
             log.info("%r: no cache for model %r on device %s yet (a cache miss)", self, model_key, dkey)
             return -1
         return cache.load_cache(
-            data, rejection_log_level=logging.WARNING, source_name=f"{self!r} entry {model_key!r}"
+            data,
+            rejection_log_level=logging.WARNING,
+            source_name=f"{self!r} entry {model_key!r}",
+            key=self.key,
         )
 
     def save_from(self, cache, model_key: str, merge: bool = False) -> int:
@@ -204,14 +211,14 @@ class CacheStore:
             _check_key("model_key", model_key)
             if not merge:
                 buf = bytearray()
-                if cache.save_cache(buf) != 0:
+                if cache.save_cache(buf, key=self.key) != 0:
                     return -1
                 self.put(model_key, dkey, bytes(buf))
                 return 0
 
             def merged(old: bytes | None) -> bytes:
                 buf = bytearray(old or b"")
-                if cache.save_cache(buf, merge=True) != 0:
+                if cache.save_cache(buf, merge=True, key=self.key) != 0:
                     raise CacheStoreError("PipelineCache.save_cache failed (logged above)")
                 return bytes(buf)
 
@@ -738,7 +745,7 @@ def _dsn_passwords(dsn: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- URLs
 
 
-def open_store(url: str) -> CacheStore:
+def open_store(url: str, key: bytes | str | None = None) -> CacheStore:
     """A store from a URL: ``file:///dir``, ``sqlite:///path.db`` or ``postgresql://...`` (also ``postgres://``).
 
     ``sqlite:///path.db?mode=ro`` opens read-only (``mode=rw``: the file must exist);
@@ -746,8 +753,17 @@ def open_store(url: str) -> CacheStore:
     parameters of ``file`` and ``sqlite`` URLs are refused. A missing directory above the
     store is refused, except inside the default cache directory, which is created. Raises
     CacheStoreError for an unknown scheme or a store that cannot be opened; its message
-    never shows a password.
+    never shows a password. ``key`` sets the store's cache key (``CacheStore.key``).
     """
+    store = _open_store(url)
+    if key is not None:
+        from .gpu.cachefile import resolve_key
+
+        store.key = resolve_key(key)
+    return store
+
+
+def _open_store(url: str) -> CacheStore:
     if not isinstance(url, str):
         raise CacheStoreError(f"store URL must be a string, got {type(url).__name__}")
     shown = _redact(url, _dsn_passwords(url))

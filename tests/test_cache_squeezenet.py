@@ -167,7 +167,8 @@ def test_a_net_whose_cache_is_gone_fails_cleanly(vkdev, end, caplog):
     ex.input("data", ncnn.Mat(_input()))
     ret, out = ex.extract("prob")
     assert ret != 0 and out.empty()
-    assert "no live Vulkan objects" in caplog.text
+    # cleared: the pipelines are gone; destroyed: the cache refuses the extract before that
+    assert "no live Vulkan objects" in caplog.text or "PipelineCache was destroyed" in caplog.text
 
 
 def test_net_owns_a_cache_when_none_is_set(vkdev):

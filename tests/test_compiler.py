@@ -269,3 +269,35 @@ def test_native_build_is_idempotent_and_names_missing_packages(tmp_path, monkeyp
     monkeypatch.setattr(build_shaderc, "LIBDIR", str(tmp_path))
     with pytest.raises(build_shaderc.BuildError, match="libshaderc-dev"):
         build_shaderc.build()
+
+
+# -- the declared interface the pipeline cache checks loaded SPIR-V against --------------------
+_VARIANTS = [(False, False, False), (True, True, False), (True, True, True), (True, False, True)]
+
+
+@pytest.mark.parametrize("name", compiler.shader_names())
+def test_every_variant_compiles_to_the_declared_interface(name):
+    """No preamble variant may change what the source declares: a loaded body that does is
+    refused, so a false mismatch here would make a good cache miss."""
+    from ncnn_c.gpu.spirv import resolve_shader_info
+    from ncnn_c.option import Option
+
+    index = compiler.shader_index(name)
+    for packed, storage, arith in _VARIANTS:
+        opt = Option()
+        opt.use_fp16_packed, opt.use_fp16_storage, opt.use_fp16_arithmetic = packed, storage, arith
+        info = resolve_shader_info(compiler.compile_shader(index, opt))
+        assert compiler.interface_mismatch(compiler.shader_id(index), info) is None
+
+
+def test_a_body_of_another_shader_is_named_a_mismatch():
+    from ncnn_c.gpu.spirv import resolve_shader_info
+    from ncnn_c.option import Option
+
+    opt = Option()
+    relu = resolve_shader_info(compiler.compile_shader("relu", opt))
+    why = compiler.interface_mismatch(compiler.shader_id(compiler.shader_index("convolution")), relu)
+    assert why and "convolution.comp declares" in why and "bindings [0]" in why
+    pool4 = resolve_shader_info(compiler.compile_shader("pooling_pack4", opt))
+    why = compiler.interface_mismatch(compiler.shader_id(compiler.shader_index("pooling")), pool4)
+    assert why and "binding 1 holds vectors" in why

@@ -8,13 +8,18 @@ blob may hold pipelines built from several shaders, so partial loading is not sa
 
 Every byte of a file is covered by at least one check: the header by a checksum and by
 per-field checks (reserved bytes must be zero), the SPIR-V section and the driver blob by
-their FNV-1a hashes, each SPIR-V entry by two more hashes. The layout is documented in
+their FNV-1a hashes, each SPIR-V entry by two more hashes. Those catch accidents, not a
+writer who recomputes them: with a cache key (``resolve_key``: an argument, or
+``$NCNN_C_CACHE_KEY``) a file also carries an HMAC-SHA256 of all its bytes, and a reader with
+the key refuses any file without a valid one. The layout is documented in
 ``docs/cache-format.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import secrets
 import stat
@@ -222,11 +227,21 @@ def name_hash(name: str) -> int:
 # --------------------------------------------------------------------------- layout
 
 # Fixed 128-byte header, little-endian, every field naturally aligned.
-_HEADER = struct.Struct("<14I16s2Q2I28sI")
+_HEADER = struct.Struct("<14I16s2Q3I24sI")
 HEADER_SIZE = _HEADER.size  # 128
-_RESERVED_OFFSET = 96
-_RESERVED_SIZE = 28
+_AUTH_OFFSET = 96
+_RESERVED_OFFSET = 100
+_RESERVED_SIZE = 24
 _CHECKSUM_OFFSET = 124
+MAGIC_BYTES = struct.pack("<I", CACHE_FILE_MAGIC)
+
+# header.auth: how the file is authenticated. 0: not at all (the FNV checks catch accidents,
+# not a writer who recomputes them); 1: an HMAC-SHA256 of every byte before it, with the
+# cache key, in a 32-byte trailer after the driver blob.
+AUTH_NONE = 0
+AUTH_HMAC_SHA256 = 1
+MAC_SIZE = 32
+KEY_ENV = "NCNN_C_CACHE_KEY"
 
 # (name, offset) of each header field, in struct order; used for reasons and `cache inspect`.
 HEADER_FIELDS = (
@@ -249,6 +264,7 @@ HEADER_FIELDS = (
     ("driver_blob_size", 80),
     ("spirv_section_fnv1a", 88),
     ("driver_blob_fnv1a", 92),
+    ("auth", _AUTH_OFFSET),
     ("reserved", _RESERVED_OFFSET),
     ("header_fnv1a", _CHECKSUM_OFFSET),
 )
@@ -295,8 +311,14 @@ class CacheHeader:
     driver_blob_size: int
     spirv_section_fnv1a: int
     driver_blob_fnv1a: int
+    auth: int
     reserved: bytes
     header_fnv1a: int
+
+    @property
+    def trailer_size(self) -> int:
+        """Bytes after the driver blob: the MAC of an authenticated file."""
+        return MAC_SIZE if self.auth == AUTH_HMAC_SHA256 else 0
 
 
 @dataclass(frozen=True)
@@ -315,7 +337,26 @@ def _check_u32(what: str, v) -> int:
     return v
 
 
-def _pack_header(identity: Identity, count: int, section: bytes, blob: bytes) -> bytes:
+def resolve_key(key=None) -> bytes | None:
+    """The cache key to authenticate with: ``key`` (bytes, or str as UTF-8) when given, else
+    ``$NCNN_C_CACHE_KEY`` (UTF-8), else None (no authentication). An empty key is no key."""
+    if key is None:
+        key = os.environ.get(KEY_ENV) or None
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode("utf-8", "surrogateescape")
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"cache key must be bytes or str, got {type(key).__name__}")
+    return bytes(key) or None
+
+
+def mac_of(key: bytes, data) -> bytes:
+    """HMAC-SHA256 of ``data`` with ``key``."""
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def _pack_header(identity: Identity, count: int, section: bytes, blob: bytes, auth: int = AUTH_NONE) -> bytes:
     uuid = bytes(identity.pipeline_cache_uuid)
     if len(uuid) != UUID_SIZE:
         raise ValueError(f"pipeline_cache_uuid must be {UUID_SIZE} bytes, got {len(uuid)}")
@@ -339,6 +380,7 @@ def _pack_header(identity: Identity, count: int, section: bytes, blob: bytes) ->
         len(blob),
         fnv1a32(section),
         fnv1a32(blob),
+        auth,
         bytes(_RESERVED_SIZE),
         0,
     ]
@@ -346,8 +388,11 @@ def _pack_header(identity: Identity, count: int, section: bytes, blob: bytes) ->
     return head[:_CHECKSUM_OFFSET] + struct.pack("<I", fnv1a32(head[:_CHECKSUM_OFFSET]))
 
 
-def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) -> bytes:
-    """The cache file for ``identity`` holding ``entries`` and ``driver_blob``.
+def encode(
+    identity: Identity, entries: list[SpirvEntry], driver_blob: bytes, key: bytes | None = None
+) -> bytes:
+    """The cache file for ``identity`` holding ``entries`` and ``driver_blob``; with ``key``,
+    authenticated (``header.auth`` 1 and the HMAC-SHA256 trailer).
 
     Raises ValueError for data that ``decode`` would reject anyway (SPIR-V size zero or not a
     multiple of 4, duplicate (shader_id, opt_bits), source_hash 0, out-of-range
@@ -356,7 +401,7 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
     parts = []
     seen = set()
     for i, e in enumerate(entries):
-        key = (
+        entry_key = (
             _check_u32(f"entry {i} shader_id", e.shader_id),
             _check_u32(f"entry {i} opt_bits", e.opt_bits),
         )
@@ -365,19 +410,23 @@ def encode(identity: Identity, entries: list[SpirvEntry], driver_blob: bytes) ->
         spirv = bytes(e.spirv)
         if not spirv or len(spirv) % 4:
             raise ValueError(f"entry {i}: SPIR-V size {len(spirv)} is zero or not a multiple of 4")
-        if key in seen:
-            raise ValueError(f"entry {i}: duplicate (shader_id, opt_bits) = {key}")
-        seen.add(key)
+        if entry_key in seen:
+            raise ValueError(f"entry {i}: duplicate (shader_id, opt_bits) = {entry_key}")
+        seen.add(entry_key)
         parts.append(
-            _ENTRY.pack(key[0], key[1], e.source_hash, len(spirv), fnv1a32(spirv), murmur3_32(spirv))
+            _ENTRY.pack(
+                entry_key[0], entry_key[1], e.source_hash, len(spirv), fnv1a32(spirv), murmur3_32(spirv)
+            )
         )
         parts.append(spirv)
     section = b"".join(parts)
     blob = bytes(driver_blob)
-    total = HEADER_SIZE + len(section) + len(blob)
+    total = HEADER_SIZE + len(section) + len(blob) + (MAC_SIZE if key else 0)
     if total > CACHE_FILE_SIZE_LIMIT:
         raise ValueError(f"cache file would be {total} bytes, over the {CACHE_FILE_SIZE_LIMIT}-byte limit")
-    return _pack_header(identity, len(entries), section, blob) + section + blob
+    auth = AUTH_HMAC_SHA256 if key else AUTH_NONE
+    data = _pack_header(identity, len(entries), section, blob, auth) + section + blob
+    return data + mac_of(key, data) if key else data
 
 
 # --------------------------------------------------------------------------- validation
@@ -424,6 +473,8 @@ def read_header(data) -> CacheHeader:
         )
     if hdr.pointer_size != POINTER_SIZE:
         raise CacheRejected(f"{_field('pointer_size')} is {hdr.pointer_size}, expected {POINTER_SIZE}")
+    if hdr.auth not in (AUTH_NONE, AUTH_HMAC_SHA256):
+        raise CacheRejected(f"{_field('auth')} is {hdr.auth}: unknown authentication (0 none, 1 HMAC-SHA256)")
     if any(hdr.reserved):
         i = next(i for i, b in enumerate(hdr.reserved) if b)
         raise CacheRejected(
@@ -452,11 +503,12 @@ def _check_identity(hdr: CacheHeader, identity: Identity) -> None:
 
 def _check_layout(hdr: CacheHeader, n: int) -> None:
     # Python ints: the u64 sizes cannot overflow, and nothing is allocated from them.
-    end = HEADER_SIZE + hdr.spirv_section_size + hdr.driver_blob_size
+    end = HEADER_SIZE + hdr.spirv_section_size + hdr.driver_blob_size + hdr.trailer_size
     if end != n:
+        mac = f" + MAC {MAC_SIZE}" if hdr.trailer_size else ""
         raise CacheRejected(
             f"section sizes do not add up: header {HEADER_SIZE} + {_field('spirv_section_size')} {hdr.spirv_section_size}"
-            f" + {_field('driver_blob_size')} {hdr.driver_blob_size} = {end}, but the data is {n} bytes"
+            f" + {_field('driver_blob_size')} {hdr.driver_blob_size}{mac} = {end}, but the data is {n} bytes"
             + (" (truncated)" if end > n else " (trailing bytes)")
         )
     if hdr.spirv_entry_count * ENTRY_HEADER_SIZE > hdr.spirv_section_size:
@@ -466,8 +518,30 @@ def _check_layout(hdr: CacheHeader, n: int) -> None:
         )
 
 
+def check_mac(view: memoryview, hdr: CacheHeader, key: bytes | None) -> None:
+    """With a key, the file must carry a MAC made with it over every byte before the MAC;
+    without one, nothing is checked (a MAC the reader cannot verify is ignored)."""
+    if key is None:
+        return
+    if hdr.auth != AUTH_HMAC_SHA256:
+        raise CacheRejected(
+            f"{_field('auth')} is {hdr.auth}: the file is not authenticated, and a cache key is set"
+            f" (${KEY_ENV} or key=): written without the key, or its MAC was stripped"
+        )
+    body = len(view) - MAC_SIZE
+    if not hmac.compare_digest(mac_of(key, view[:body]), bytes(view[body:])):
+        raise CacheRejected(
+            f"MAC at offset {body} does not match: written with another key, or changed after it was written"
+        )
+
+
 def _decode_entries(
-    section: memoryview, count: int, source_hash_of, resolve, stale: list | None = None
+    section: memoryview,
+    count: int,
+    source_hash_of,
+    resolve,
+    stale: list | None = None,
+    interface_mismatch: Callable[[int, object], str | None] | None = None,
 ) -> tuple[list[SpirvEntry], list[object]]:
     base = HEADER_SIZE  # file offset of the section, for reasons
     entries: list[SpirvEntry] = []
@@ -528,6 +602,9 @@ def _decode_entries(
             raise CacheRejected(
                 f"{where}: SPIR-V of shader_id {sti} does not resolve ({type(e).__name__}: {e})"
             ) from e
+        bad = interface_mismatch(sti, info) if interface_mismatch is not None else None
+        if bad:
+            raise CacheRejected(f"{where}: SPIR-V stored under shader_id {sti}: {bad}")
         entries.append(SpirvEntry(sti, opt_bits, source_hash, spirv_bytes))
         resolved.append(info)
         pos = body + nbytes
@@ -544,16 +621,19 @@ def decode_full(
     source_hash_of: Callable[[int], int],
     resolve: Callable[[bytes], object],
     stale: list | None = None,
+    key: bytes | None = None,
+    interface_mismatch: Callable[[int, object], str | None] | None = None,
 ) -> DecodedCache:
     """``decode`` that also returns the header and what ``resolve`` gave for each entry."""
     try:
         view = _as_view(data)
         hdr = read_header(view)
-        _check_identity(hdr, identity)
         _check_layout(hdr, len(view))
+        check_mac(view, hdr, key)
+        _check_identity(hdr, identity)
         sec_end = HEADER_SIZE + hdr.spirv_section_size
         section = view[HEADER_SIZE:sec_end]
-        blob = view[sec_end:]
+        blob = view[sec_end : sec_end + hdr.driver_blob_size]
         if fnv1a32(section) != hdr.spirv_section_fnv1a:
             raise CacheRejected(
                 f"{_field('spirv_section_fnv1a')} 0x{hdr.spirv_section_fnv1a:08x} does not match the SPIR-V section"
@@ -562,7 +642,9 @@ def decode_full(
             raise CacheRejected(
                 f"{_field('driver_blob_fnv1a')} 0x{hdr.driver_blob_fnv1a:08x} does not match the driver blob"
             )
-        entries, resolved = _decode_entries(section, hdr.spirv_entry_count, source_hash_of, resolve, stale)
+        entries, resolved = _decode_entries(
+            section, hdr.spirv_entry_count, source_hash_of, resolve, stale, interface_mismatch
+        )
         blob_bytes = bytes(blob)
         validate_driver_blob(
             blob_bytes, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid, offset=sec_end
@@ -580,6 +662,8 @@ def decode(
     source_hash_of: Callable[[int], int],
     resolve: Callable[[bytes], object],
     stale: list | None = None,
+    key: bytes | None = None,
+    interface_mismatch: Callable[[int, object], str | None] | None = None,
 ) -> tuple[list[SpirvEntry], bytes]:
     """(entries, driver_blob) of a cache file written for ``identity``; raises CacheRejected on any failure.
 
@@ -588,8 +672,11 @@ def decode(
     An entry whose shader source changed (or vanished) rejects the file, unless ``stale`` is a
     list: then such entries, intact otherwise, are left out and appended to it as
     ``(entry, reason)`` — the per-shader invalidation of the SPIR-V cache.
+    With ``key`` the file must carry a valid MAC made with it (``check_mac``), checked before
+    anything else is read past the header. ``interface_mismatch(shader_id, resolved)`` says why
+    an entry's SPIR-V cannot be a body of that shader (None: it can); any reason rejects.
     """
-    d = decode_full(data, identity, source_hash_of, resolve, stale)
+    d = decode_full(data, identity, source_hash_of, resolve, stale, key, interface_mismatch)
     return d.entries, d.driver_blob
 
 

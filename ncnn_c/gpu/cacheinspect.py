@@ -222,6 +222,13 @@ def inspect(src, device=None) -> dict[str, Any]:
     )
     _check(
         checks,
+        field("auth"),
+        {0: "0 (none)", 1: "1 (HMAC-SHA256)"}.get(hdr.auth, hdr.auth),
+        "0 or 1",
+        hdr.auth in (cachefile.AUTH_NONE, cachefile.AUTH_HMAC_SHA256),
+    )
+    _check(
+        checks,
         field("reserved"),
         "all zero" if not any(hdr.reserved) else "not zero",
         "all zero",
@@ -267,21 +274,36 @@ def inspect(src, device=None) -> dict[str, Any]:
             hdr.pipeline_cache_uuid == want_uuid,
         )
 
-    total = cachefile.HEADER_SIZE + hdr.spirv_section_size + hdr.driver_blob_size
+    total = cachefile.HEADER_SIZE + hdr.spirv_section_size + hdr.driver_blob_size + hdr.trailer_size
     report["sections"] = {
         "header": cachefile.HEADER_SIZE,
         "spirv_section": hdr.spirv_section_size,
         "spirv_entries": hdr.spirv_entry_count,
         "driver_blob": hdr.driver_blob_size,
+        "mac": hdr.trailer_size,
         "file": len(data),
     }
     _check(
-        checks, "section sizes", total, len(data), total == len(data), "header + SPIR-V + blob = file size"
+        checks,
+        "section sizes",
+        total,
+        len(data),
+        total == len(data),
+        "header + SPIR-V + blob + MAC = file size",
     )
     sec_end = cachefile.HEADER_SIZE + hdr.spirv_section_size
     if total == len(data):
+        key = cachefile.resolve_key(None)
+        if key is not None or hdr.trailer_size:
+            try:
+                cachefile.check_mac(memoryview(data), hdr, key)
+                mac_ok: bool | None = None if key is None else True
+                note = f"no key to check it with (${cachefile.KEY_ENV})" if key is None else "with the key"
+            except cachefile.CacheRejected as err:
+                mac_ok, note = False, str(err)
+            _check(checks, "MAC", "present" if hdr.trailer_size else "none", None, mac_ok, note)
         s_fnv = cachefile.fnv1a32(data[cachefile.HEADER_SIZE : sec_end])
-        b_fnv = cachefile.fnv1a32(data[sec_end:])
+        b_fnv = cachefile.fnv1a32(data[sec_end : sec_end + hdr.driver_blob_size])
         _check(
             checks,
             field("spirv_section_fnv1a"),
@@ -389,13 +411,16 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def verify(src, device=None) -> tuple[bool, str]:
+def verify(src, device=None, key: bytes | str | None = None) -> tuple[bool, str]:
     """(would ``load_cache`` accept it, why): the first failing check, as ``load_cache`` reports it.
 
     ``device`` as for ``inspect``. Without a device, the identity fields and the driver blob
-    header are not checked and the reason says so.
+    header are not checked and the reason says so. ``key`` (else ``$NCNN_C_CACHE_KEY``): the
+    cache key a loader would check the MAC with.
     """
     from .spirv import resolve_shader_info
+
+    key = cachefile.resolve_key(key)
 
     data, read_error = _read(src)
     identity = _identity(device)  # before the data: a bad index is the caller's error, not the file's
@@ -407,7 +432,15 @@ def verify(src, device=None) -> tuple[bool, str]:
     stale: list = []
     try:
         if identity is not None:
-            d = cachefile.decode_full(data, identity, compiler.source_hash_by_id, resolve_shader_info, stale)
+            d = cachefile.decode_full(
+                data,
+                identity,
+                compiler.source_hash_by_id,
+                resolve_shader_info,
+                stale,
+                key=key,
+                interface_mismatch=compiler.interface_mismatch,
+            )
             entries, blob = d.entries, d.driver_blob
             scope = "for this device and library"
         else:
@@ -420,12 +453,14 @@ def verify(src, device=None) -> tuple[bool, str]:
                 )
             cachefile._check_layout(hdr, len(data))
             view = memoryview(data)
+            cachefile.check_mac(view, hdr, key)
             sec_end = cachefile.HEADER_SIZE + hdr.spirv_section_size
+            blob_end = sec_end + hdr.driver_blob_size
             if cachefile.fnv1a32(view[cachefile.HEADER_SIZE : sec_end]) != hdr.spirv_section_fnv1a:
                 raise cachefile.CacheRejected(
                     "header.spirv_section_fnv1a (offset 88) does not match the SPIR-V section"
                 )
-            if cachefile.fnv1a32(view[sec_end:]) != hdr.driver_blob_fnv1a:
+            if cachefile.fnv1a32(view[sec_end:blob_end]) != hdr.driver_blob_fnv1a:
                 raise cachefile.CacheRejected(
                     "header.driver_blob_fnv1a (offset 92) does not match the driver blob"
                 )
@@ -435,8 +470,9 @@ def verify(src, device=None) -> tuple[bool, str]:
                 compiler.source_hash_by_id,
                 resolve_shader_info,
                 stale,
+                compiler.interface_mismatch,
             )
-            blob = bytes(view[sec_end:])
+            blob = bytes(view[sec_end:blob_end])
             scope = "by this library; device fields not checked (no device)"
     except cachefile.CacheRejected as e:
         return False, str(e)

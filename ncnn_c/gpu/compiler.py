@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
+from typing import NamedTuple
 
 from ..errors import NcnnError
 from ..option import SHADER_OPTION_BITS
@@ -51,6 +53,7 @@ class _Registry:
             raise ShaderCompileError(f"shader names {dup} share a cache id: rename one")
         self.sources: dict[int, bytes] = {}
         self.hashes: dict[int, int] = {}
+        self.interfaces: dict[int, Interface] = {}
 
 
 _lock = threading.RLock()
@@ -285,6 +288,96 @@ def with_preamble(source: bytes, opt_bits: int, info=None) -> bytes:
         rest = "\n".join(lines[version_at + 1 :])
         first_line = version_at + 2
     return (head + pre + f"#line {first_line}\n" + rest).encode()
+
+
+# -- declared interface ---------------------------------------------------------------
+class Interface(NamedTuple):
+    """What a shader's GLSL declares to the pipeline: descriptor bindings, user
+    specialization ids (the local size ids 233-235 are not the caller's) and the number of
+    push-constant members."""
+
+    bindings: frozenset[int]
+    specialization_ids: frozenset[int]
+    push_constants: int
+    # binding -> the element shapes ("s" scalar, "v" vector) its buffer declarations may have
+    # (a binding declared under two #if branches may have both)
+    buffer_shapes: tuple[tuple[int, frozenset[str]], ...] = ()
+
+
+_COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+_BINDING = re.compile(rb"\bbinding\s*=\s*(\d+)")
+_CONSTANT_ID = re.compile(rb"\bconstant_id\s*=\s*(\d+)")
+_PUSH_BLOCK = re.compile(rb"push_constant\s*\)\s*uniform\s+\w+\s*\{(.*?)\}", re.S)
+_BUFFER = re.compile(rb"\bbinding\s*=\s*(\d+)\s*\)[^{;]*?\bbuffer\s+\w+\s*\{\s*(\w+)")
+_VECTOR_TYPE = re.compile(rb"vec|mat")
+
+
+def shader_interface(index: int) -> Interface:
+    """The interface shader ``index``'s source declares, read from its text (no compile).
+
+    Every variant the preamble selects compiles to exactly this interface (the macros
+    change types, never bindings or ids: tests/test_compiler.py checks it for every shader),
+    so the pipeline cache checks each loaded SPIR-V body against it: a body stored under
+    another shader's id is refused without a key and without compiling anything."""
+    reg = _reg()
+    index = resolve_index(index)
+    iface = reg.interfaces.get(index)
+    if iface is None:
+        src = _COMMENTS.sub(b"", shader_source(index))
+        blocks = _PUSH_BLOCK.findall(src)
+        members = {len([m for m in b.split(b";") if m.strip()]) for b in blocks}
+        if len(members) > 1:
+            raise ShaderCompileError(f"{reg.names[index]}: push constant blocks of different sizes")
+        shapes: dict[int, set[str]] = {}
+        for binding, element in _BUFFER.findall(src):
+            shapes.setdefault(int(binding), set()).add("v" if _VECTOR_TYPE.search(element) else "s")
+        iface = Interface(
+            frozenset(int(b) for b in _BINDING.findall(src)),
+            frozenset(int(c) for c in _CONSTANT_ID.findall(src)),
+            members.pop() if members else 0,
+            tuple(sorted((b, frozenset(v)) for b, v in shapes.items())),
+        )
+        reg.interfaces[index] = iface
+    return iface
+
+
+def interface_mismatch(shader_id_: int, info) -> str | None:
+    """Why SPIR-V reflected as ``info`` (a ShaderInfo) is not a body of the shader with cache
+    id ``shader_id_``; None when it matches (or the id is unknown: the caller rejects that)."""
+    index = index_of_shader_id(shader_id_)
+    if index < 0:
+        return None
+    want = shader_interface(index)
+    got = Interface(
+        frozenset(i for i, t in enumerate(info.binding_types) if t),
+        frozenset(info.specialization_ids),
+        info.push_constant_count,
+    )
+    declared = dict(want.buffer_shapes)
+    shapes = getattr(info, "buffer_shapes", ())
+    odd = [b for b, have in enumerate(shapes) if have and not have <= declared.get(b, frozenset())]
+    plain = want._replace(buffer_shapes=())
+    if got == plain and not odd:
+        return None
+    if got != plain:
+
+        def show(i: Interface) -> str:
+            return (
+                f"bindings {sorted(i.bindings)}, specialization ids {sorted(i.specialization_ids)}, "
+                f"{i.push_constants} push constants"
+            )
+
+        detail = f"{show(got)}, where it declares {show(want)}"
+    else:
+        b = odd[0]
+        detail = (
+            f"the buffer at binding {b} holds {_SHAPE_NAMES[tuple(sorted(shapes[b]))]}, where it declares "
+            f"{_SHAPE_NAMES[tuple(sorted(declared.get(b, ())))]}"
+        )
+    return f"its interface is not the one {_reg().names[index]}.comp declares: {detail}"
+
+
+_SHAPE_NAMES = {(): "no buffer", ("s",): "scalars", ("v",): "vectors", ("s", "v"): "scalars or vectors"}
 
 
 # -- compilation -----------------------------------------------------------------------

@@ -132,10 +132,13 @@ class _SpirvRecord:
 class PipelineCache:
     """Pipeline artifacts, SPIR-V and driver cache of one VulkanDevice (seed 000)."""
 
-    def __init__(self, vkdev) -> None:
+    def __init__(self, vkdev, key: bytes | str | None = None) -> None:
         if vkdev is None:
             raise PipelineCacheError("PipelineCache needs a VulkanDevice")
         self.vkdev = vkdev
+        # with a key every file saved carries an HMAC-SHA256 and every file loaded must
+        # (docs/cache-stores.md: what it protects); None: $NCNN_C_CACHE_KEY, if set
+        self._key = cachefile.resolve_key(key)
         self.device_index = getattr(vkdev, "device_index", -1)
         self._lock = threading.RLock()
         self._digests: dict[bytes, list[Artifact]] = {}
@@ -438,7 +441,12 @@ class PipelineCache:
         return os.path.join(default_cache_dir(), device_key(self.vkdev) + ".vkcache")
 
     def load_cache(
-        self, src=None, *, rejection_log_level: int = logging.INFO, source_name: str | None = None
+        self,
+        src=None,
+        *,
+        rejection_log_level: int = logging.INFO,
+        source_name: str | None = None,
+        key: bytes | str | None = None,
     ) -> int:
         """Load a cache file (bytes-like, path or binary file object); 0 on success.
 
@@ -447,8 +455,12 @@ class PipelineCache:
         cache is a miss, not an application error; ``rejection_log_level`` changes that), is
         readable afterwards as ``last_error``, and leaves the cache unchanged. ``source_name`` names the
         source in those lines (a store names its entry).
+
+        With a cache key (``key``, else the one the cache was made with, else
+        ``$NCNN_C_CACHE_KEY``) a file without a valid MAC made with it is rejected.
         """
         what = source_name
+        mac_key = self._key if key is None else cachefile.resolve_key(key)
         try:
             if src is None:
                 src = self.default_path()
@@ -464,7 +476,15 @@ class PipelineCache:
             identity = self._identity()
             check_process("PipelineCache.load_cache")
             stale: list = []
-            entries, blob = cachefile.decode(data, identity, compiler.source_hash_by_id, resolve, stale)
+            entries, blob = cachefile.decode(
+                data,
+                identity,
+                compiler.source_hash_by_id,
+                resolve,
+                stale,
+                key=mac_key,
+                interface_mismatch=compiler.interface_mismatch,
+            )
             cachefile.validate_driver_blob(
                 blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
             )
@@ -513,7 +533,7 @@ class PipelineCache:
             )
             return -1
 
-    def save_cache(self, dst=None, merge: bool = False) -> int:
+    def save_cache(self, dst=None, merge: bool = False, *, key: bytes | str | None = None) -> int:
         """Write SPIR-V entries and the driver blob to a bytearray, path (atomic) or file object; 0 on success.
 
         Without ``dst`` the per-user default file (``default_path()``) is written, its
@@ -521,6 +541,8 @@ class PipelineCache:
         which cannot be read back), the cache already there is merged with ours instead of
         replaced: for a path under an advisory lock on ``<path>.lock``, so that processes
         running different models build one shared file (see ``docs/cache-stores.md``).
+        With a cache key (``key``, else the cache's own) the file carries an HMAC-SHA256, and
+        a merge keeps only what the file there holds under a valid MAC.
         """
         if self._destroyed:
             log.error(
@@ -528,6 +550,7 @@ class PipelineCache:
             )
             return -1
         try:
+            mac_key = self._key if key is None else cachefile.resolve_key(key)
             if dst is None:
                 dst = self.default_path()
                 os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
@@ -539,26 +562,34 @@ class PipelineCache:
                         old: bytes | None = cachefile.read_source(dst)
                     except cachefile.CacheMissing:
                         old = None
-                    data = self._encode(old, dst)
+                    data = self._encode(old, dst, mac_key)
                     cachefile.write_atomic(dst, data)
             elif merge and isinstance(dst, bytearray):
-                data = self._encode(bytes(dst) if dst else None, dst)
+                data = self._encode(bytes(dst) if dst else None, dst, mac_key)
                 dst[:] = data
             else:
-                data = self._encode(None, dst)
+                data = self._encode(None, dst, mac_key)
                 cachefile.write_target(dst, data)
             return 0
         except Exception as e:
             log.error("PipelineCache.save_cache: cannot save to %s: %s", _describe(dst), e)
             return -1
 
-    def _old_cache(self, old: bytes, identity: cachefile.Identity, dst) -> tuple[list, bytes]:
+    def _old_cache(
+        self, old: bytes, identity: cachefile.Identity, dst, key: bytes | None
+    ) -> tuple[list, bytes]:
         """Entries and blob of the cache a merging save would replace; nothing if it is unusable here."""
         stale: list = []
         try:
             # resolve as load_cache does: an entry it would refuse must not enter our file
             entries, blob = cachefile.decode(
-                old, identity, compiler.source_hash_by_id, resolve_shader_info, stale
+                old,
+                identity,
+                compiler.source_hash_by_id,
+                resolve_shader_info,
+                stale,
+                key=key,
+                interface_mismatch=compiler.interface_mismatch,
             )
         except cachefile.CacheRejected as e:
             # another device's, another version's or a corrupt file: ours replaces it
@@ -570,13 +601,13 @@ class PipelineCache:
             )
         return entries, blob
 
-    def _encode(self, old: bytes | None, dst) -> bytes:
+    def _encode(self, old: bytes | None, dst, key: bytes | None) -> bytes:
         """The file bytes of this cache, merged with the cache file ``old`` when given."""
         identity = self._identity()
         old_entries: list = []
         old_blob = b""
         if old is not None:
-            old_entries, old_blob = self._old_cache(old, identity, dst)
+            old_entries, old_blob = self._old_cache(old, identity, dst, key)
         # Our entries win on equal keys; both sides hold current sources only (ours are
         # filtered below, theirs by decode's stale list), so no stale entry survives a merge.
         merged: dict[tuple[int, int], cachefile.SpirvEntry] = {
@@ -606,7 +637,7 @@ class PipelineCache:
                 log.warning("PipelineCache.save_cache: dropping the driver blob: %s", e)
                 blob = b""
         entries = [merged[k] for k in sorted(merged)]
-        data = cachefile.encode(identity, entries, blob)
+        data = cachefile.encode(identity, entries, blob, key)
         with self._lock:
             self._stats["driver_blob_bytes"] = len(blob)
             self._stats["last_save_bytes"] = len(data)
@@ -670,9 +701,6 @@ def _spirv_bytes(spirv) -> bytes:
     return struct.pack(f"<{len(spirv)}I", *(int(w) & 0xFFFFFFFF for w in spirv))
 
 
-_MAGIC_BYTES = struct.pack("<I", cachefile.CACHE_FILE_MAGIC)
-
-
 def _path_given_as_bytes(src):
     """``src`` as a str path when it is bytes that cannot be cache data but name a file
     (``load_cache(b"/path/x.vkcache")``, as a C caller's ``const char*`` arrives), else itself.
@@ -680,7 +708,7 @@ def _path_given_as_bytes(src):
     if (
         isinstance(src, bytes)
         and 0 < len(src) < 4096
-        and not src.startswith(_MAGIC_BYTES)
+        and not src.startswith(cachefile.MAGIC_BYTES)
         and b"\0" not in src
         and os.path.lexists(src)
     ):

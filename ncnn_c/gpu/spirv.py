@@ -29,6 +29,10 @@ BINDING_UNIFORM_BUFFER = 4
 
 # opcodes
 _OP_ENTRY_POINT = 15
+_OP_TYPE_INT = 21
+_OP_TYPE_FLOAT = 22
+_OP_TYPE_VECTOR = 23
+_OP_TYPE_MATRIX = 24
 _OP_TYPE_IMAGE = 25
 _OP_TYPE_SAMPLED_IMAGE = 27
 _OP_TYPE_ARRAY = 28
@@ -66,6 +70,10 @@ class ShaderInfo:
     binding_types: tuple[int, ...] = field(default_factory=tuple)
     # The caller's specialization ids in the order the SPIR-V declares them.
     specialization_ids: tuple[int, ...] = field(default_factory=tuple)
+    # Per binding, the element shapes of the storage buffers declared on it: "s" for an
+    # array of scalars, "v" for vectors (or matrices, structs): what tells a packed shader's
+    # body from its unpacked twin, whose bindings and constants are the same.
+    buffer_shapes: tuple[frozenset[str], ...] = field(default_factory=tuple)
 
 
 def words_of(spirv) -> tuple[int, ...]:
@@ -96,6 +104,8 @@ def resolve_shader_info(spirv) -> ShaderInfo:
     pointers: dict[int, tuple[int, int]] = {}  # id -> (storage class, pointee)
     arrays: dict[int, int] = {}  # id -> element type
     structs: dict[int, int] = {}  # id -> member count
+    first_member: dict[int, int] = {}  # struct id -> type of its first member
+    scalars: set[int] = set()
     images: dict[int, int] = {}  # id -> sampled operand
     sampled_images: set[int] = set()
     variables: list[tuple[int, int, int]] = []  # (id, pointer type, storage class)
@@ -128,6 +138,10 @@ def resolve_shader_info(spirv) -> ShaderInfo:
             arrays[a[0]] = a[1]
         elif op == _OP_TYPE_STRUCT and a:
             structs[a[0]] = len(a) - 1
+            if len(a) > 1:
+                first_member[a[0]] = a[1]
+        elif op in (_OP_TYPE_INT, _OP_TYPE_FLOAT) and a:
+            scalars.add(a[0])
         elif op == _OP_TYPE_IMAGE and len(a) >= 7:
             images[a[0]] = a[6]
         elif op == _OP_TYPE_SAMPLED_IMAGE and a:
@@ -143,6 +157,7 @@ def resolve_shader_info(spirv) -> ShaderInfo:
 
     push_constant_count = 0
     binding_types: dict[int, int] = {}
+    shapes: dict[int, set[str]] = {}
     for var_id, ptr_type, storage in variables:
         pointee = pointers.get(ptr_type, (None, None))[1]
         if pointee is None:
@@ -174,6 +189,10 @@ def resolve_shader_info(spirv) -> ShaderInfo:
         if binding_types.get(binding, kind) != kind:
             raise SpirvError(f"SPIR-V binding {binding} declared twice with different types")
         binding_types[binding] = kind
+        if kind == BINDING_STORAGE_BUFFER and pointee in first_member:
+            member = first_member[pointee]
+            element = arrays.get(member, member)
+            shapes.setdefault(binding, set()).add("s" if element in scalars else "v")
 
     binding_count = max(binding_types) + 1 if binding_types else 0
     return ShaderInfo(
@@ -182,4 +201,5 @@ def resolve_shader_info(spirv) -> ShaderInfo:
         push_constant_count=push_constant_count,
         binding_types=tuple(binding_types.get(i, BINDING_NONE) for i in range(binding_count)),
         specialization_ids=tuple(sorted(spec_ids)),
+        buffer_shapes=tuple(frozenset(shapes.get(i, ())) for i in range(binding_count)),
     )
