@@ -26,7 +26,7 @@ from ..option import FEAT_NO_VULKAN, Option, get_layer_option
 from . import vulkan_forward
 from .extractor import Extractor
 from .graph import MAX_LAYER_COUNT, Blob, CustomEntry, Graph, call_hook, desc
-from .parse import open_reader, parse_binary, parse_text
+from .parse import gc_paused, open_reader, parse_binary, parse_text
 from .plan import LayerOptions, Plan
 from .vulkan_forward import ReplayCache
 
@@ -221,7 +221,8 @@ class Net:
             self.clear()
             self._check_vulkan(what)
             dr, fp = open_reader(src, what)
-            parse(dr, graph, self)
+            with gc_paused():
+                parse(dr, graph, self)
         except ModelFormatError as e:
             log.error("%s: %s", what, e)
         except OSError as e:
@@ -250,9 +251,12 @@ class Net:
         self._consumer_counts = counts
         self._input_indexes = [t for layer in self._layers if layer.type == "Input" for t in layer.tops]
         self._output_indexes = [i for i, b in enumerate(self._blobs) if b.consumer == -1]
-        self._blob_by_name = {}
-        for i, blob in enumerate(self._blobs):
-            self._blob_by_name.setdefault(blob.name, i)
+        if graph.by_name:  # a text param's names: unique and already indexed by the parser
+            self._blob_by_name = graph.by_name
+        else:  # a binary param's: all ""
+            self._blob_by_name = {}
+            for i, blob in enumerate(self._blobs):
+                self._blob_by_name.setdefault(blob.name, i)
         self._forget_plans()
 
     def _forget_plans(self) -> None:
