@@ -112,6 +112,8 @@ def _ensure_dir(d: str, may_create: bool) -> None:
     directory inside the default cache directory; it never creates directories elsewhere,
     so a mistyped URL fails instead of leaving a tree of directories behind.
     """
+    if d.startswith("//"):
+        d = "/" + d.lstrip("/")  # sqlite:////abs/path: POSIX keeps a leading // as it is
     if os.path.isdir(d):
         return
     if os.path.exists(d):
@@ -192,11 +194,9 @@ class CacheStore:
         if data is None:
             log.info("%r: no cache for model %r on device %s yet (a cache miss)", self, model_key, dkey)
             return -1
+        keyed = {} if self.key is None else {"key": self.key}
         return cache.load_cache(
-            data,
-            rejection_log_level=logging.WARNING,
-            source_name=f"{self!r} entry {model_key!r}",
-            key=self.key,
+            data, rejection_log_level=logging.WARNING, source_name=f"{self!r} entry {model_key!r}", **keyed
         )
 
     def save_from(self, cache, model_key: str, merge: bool = False) -> int:
@@ -209,16 +209,17 @@ class CacheStore:
         try:
             dkey = device_key(cache.vkdev)
             _check_key("model_key", model_key)
+            keyed = {} if self.key is None else {"key": self.key}
             if not merge:
                 buf = bytearray()
-                if cache.save_cache(buf, key=self.key) != 0:
+                if cache.save_cache(buf, **keyed) != 0:
                     return -1
                 self.put(model_key, dkey, bytes(buf))
                 return 0
 
             def merged(old: bytes | None) -> bytes:
                 buf = bytearray(old or b"")
-                if cache.save_cache(buf, merge=True, key=self.key) != 0:
+                if cache.save_cache(buf, merge=True, **keyed) != 0:
                     raise CacheStoreError("PipelineCache.save_cache failed (logged above)")
                 return bytes(buf)
 
@@ -719,6 +720,11 @@ class PostgresStore(CacheStore):
 
     def close(self) -> None:
         self._conns.close_all()
+
+
+def redact_url(url: str) -> str:
+    """``url`` as messages may show it: any password masked."""
+    return _redact(url, _dsn_passwords(url))
 
 
 def _dsn_passwords(dsn: str) -> tuple[str, ...]:

@@ -253,6 +253,24 @@ def test_run_on_vulkan_keeps_the_pipeline_cache(tmp_path):
     assert first["outputs"][0]["top"][0]["class"] == second["outputs"][0]["top"][0]["class"] == 532
 
 
+@pytest.mark.gpu
+def test_run_refuses_a_cache_url_whose_directory_does_not_exist(tmp_path, capsys, monkeypatch):
+    url = f"sqlite:///{tmp_path}/a/b/c/x.db"
+    code, _, err = inproc(
+        "run", PARAM, BIN, IMAGE, "--device", "vulkan", "--cache", url, tmp=tmp_path, capsys=capsys,
+        monkeypatch=monkeypatch,
+    )  # fmt: skip
+    assert code == 2 and "does not exist" in err, err
+    assert not (tmp_path / "a").exists()
+    pw = "postgresql://user:hunter2@127.0.0.1:1/db?connect_timeout=1"
+    code, _, err = inproc(
+        "run", PARAM, BIN, IMAGE, "--device", "vulkan", "--cache", "redis://u:hunter2@h/0", tmp=tmp_path,
+        capsys=capsys, monkeypatch=monkeypatch,
+    )  # fmt: skip
+    assert code == 2 and "hunter2" not in err and "***" in err, err
+    assert pw  # the PostgreSQL case is covered by tests/test_cachestore_faults.py
+
+
 def test_run_on_a_missing_gpu_exits_1(tmp_path, capsys, monkeypatch):
     code, _, err = inproc(
         "run",

@@ -213,6 +213,9 @@ def _check_file(path: str) -> None:
 def _check_store_path(url: str) -> None:
     """A file:// or sqlite:// store must already exist: opening one creates it, and looking
     into a store must not leave a new empty one behind (nor a new table in a foreign database)."""
+    from ..cachestore import redact_url
+
+    shown = redact_url(url)
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("file", "sqlite"):
@@ -223,17 +226,17 @@ def _check_store_path(url: str) -> None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise Failure(f"{url}: no such store ({path} does not exist)") from None
+        raise Failure(f"{shown}: no such store ({path} does not exist)") from None
     except OSError as e:
-        raise Failure(f"{url}: {path}: {_os_error(e)}") from None
+        raise Failure(f"{shown}: {path}: {_os_error(e)}") from None
     from ..gpu import cachefile
 
     if scheme == "file":
         if not stat.S_ISDIR(st.st_mode):
-            raise Failure(f"{url}: {path} is {cachefile._file_kind(st.st_mode)}, not a directory")
+            raise Failure(f"{shown}: {path} is {cachefile._file_kind(st.st_mode)}, not a directory")
         return
     if not stat.S_ISREG(st.st_mode):
-        raise Failure(f"{url}: {path} is {cachefile._file_kind(st.st_mode)}, not a SQLite database")
+        raise Failure(f"{shown}: {path} is {cachefile._file_kind(st.st_mode)}, not a SQLite database")
     import sqlite3
 
     from ..cachestore import DEFAULT_TABLE
@@ -250,9 +253,9 @@ def _check_store_path(url: str) -> None:
         finally:
             conn.close()
     except sqlite3.Error as e:
-        raise Failure(f"{url}: not a readable SQLite database ({e})") from None
+        raise Failure(f"{shown}: not a readable SQLite database ({e})") from None
     if row is None:
-        raise Failure(f"{url}: a SQLite database without the {DEFAULT_TABLE} table: not a cache store")
+        raise Failure(f"{shown}: a SQLite database without the {DEFAULT_TABLE} table: not a cache store")
 
 
 def _usage(args, message: str) -> NoReturn:
@@ -275,7 +278,7 @@ def _source(args, device) -> tuple[object, str]:
         _usage(args, "give a cache FILE or --store URL, not both")
     if args.key is None:
         _usage(args, "--store needs --key MODEL_KEY (a store cannot list its entries)")
-    from ..cachestore import CacheStoreError, device_key, open_store
+    from ..cachestore import CacheStoreError, device_key, open_store, redact_url
 
     dkey = args.device_key
     if dkey is None:
@@ -301,8 +304,8 @@ def _source(args, device) -> tuple[object, str]:
     finally:
         store.close()
     if data is None:
-        raise Failure(f"{args.store}: no entry for model key {args.key!r} and device key {dkey}")
-    return data, f"{args.store} [{args.key}] device {dkey}"
+        raise Failure(f"{redact_url(args.store)}: no entry for model key {args.key!r} and device key {dkey}")
+    return data, f"{redact_url(args.store)} [{args.key}] device {dkey}"
 
 
 def cmd_inspect(args) -> int:
@@ -447,7 +450,7 @@ def cmd_build(args) -> int:
         raise UsageError(str(e)) from None
     store = None
     if args.store:
-        from ..cachestore import CacheStoreError, open_store
+        from ..cachestore import CacheStoreError, open_store, redact_url
 
         try:
             store = open_store(args.store)
@@ -513,8 +516,8 @@ def cmd_build(args) -> int:
 
         if store is not None:
             if store.save_from(cache, model_key, merge=args.merge) != 0:
-                raise Failure(f"cannot save to {args.store} (see the message above)")
-            where = f"{args.store} [{model_key}]"
+                raise Failure(f"cannot save to {redact_url(args.store)} (see the message above)")
+            where = f"{redact_url(args.store)} [{model_key}]"
             data = store.get(model_key, _device_key(vkdev))
         else:
             if cache.save_cache(args.output, merge=args.merge) != 0:

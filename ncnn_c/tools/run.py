@@ -189,15 +189,15 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
             net.opt.use_vulkan_compute = True
             net.set_vulkan_device(vkdev)
             if not args.no_cache:
-                from ncnn_c.cachestore import default_cache_dir, open_store
+                from ncnn_c.cachestore import default_cache_dir, open_store, redact_url
 
+                # open_store creates the default cache directory, and refuses a URL whose
+                # directory does not exist rather than making directories anywhere
                 url = args.cache or f"sqlite:///{os.path.join(default_cache_dir(), 'pipelines.sqlite3')}"
-                if url.startswith("sqlite:///"):
-                    os.makedirs(os.path.dirname(url[len("sqlite://") :]) or ".", exist_ok=True)
                 try:
                     store = open_store(url)
                 except Exception as e:
-                    raise UsageError(f"--cache {url!r}: {e}") from None
+                    raise UsageError(f"--cache {redact_url(url)!r}: {e}") from None
                 digest = hashlib.sha256(Path(args.param).read_bytes()).hexdigest()[:16]
                 model_key = f"{Path(args.param).stem}-{digest}"
                 cache = ncnn.PipelineCache(vkdev)
