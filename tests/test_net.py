@@ -1137,10 +1137,6 @@ def test_squeezenet_all_nan_input_gives_no_warning():
     assert ret == 0 and caught == []
 
 
-@pytest.mark.xfail(
-    reason="_native/blas.py splits large matmuls over a thread pool whose threads do not inherit the "
-    "caller's np.errstate; np.matmul there still warns 'invalid value' for inf"
-)
 def test_squeezenet_all_inf_input_gives_no_warning_with_threads():
     ret, caught = _squeezenet_on(np.full((3, 227, 227), np.inf, np.float32), num_threads=4)
     assert ret == 0 and caught == []

@@ -125,11 +125,15 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> None
         np.matmul(a, b, out=out)
         return
     pool = _thread_pool()
-    futures = [pool.submit(_mm, *j) for j in jobs[1:]]
-    _mm(*jobs[0])
+    # the pool's threads do not inherit the caller's np.errstate (the extractor silences
+    # inf/nan warnings, as ncnn prints none): each job runs under the caller's settings
+    err = np.geterr()
+    futures = [pool.submit(_mm, *j, err) for j in jobs[1:]]
+    _mm(*jobs[0], err)
     for f in futures:
         f.result()
 
 
-def _mm(a, b, out) -> None:
-    np.matmul(a, b, out=out)
+def _mm(a, b, out, err: dict) -> None:
+    with np.errstate(**err):
+        np.matmul(a, b, out=out)
