@@ -21,6 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 from .._native.blas import matmul as par_matmul
 from .._native.cpu import cpu_kernels
 from . import workspace
+from ._geometry import copy_make_border
 
 
 def channel_rows(dst: np.ndarray) -> np.ndarray | None:
@@ -162,8 +163,6 @@ def _bordered(x, pads, value, opt):
     """(keep, x bordered by pads (top, bottom, left, right)) for the numpy fallbacks."""
     if not any(pads):
         return None, x
-    from .convolution import copy_make_border  # that module imports this one
-
     return copy_make_border(x, pads[0], pads[1], pads[2], pads[3], value, opt)
 
 

@@ -1,9 +1,6 @@
 """Convolution (2-D, fp32): im2col + one matrix product, Winograd F(4,3) for 3x3 stride 1 with
-enough channels, ncnn's padding (SAME -233/-234 included), fused activations, dynamic weights.
-
-Also home of two helpers other CPU layers reuse: ``copy_make_border`` (constant padding
-with ncnn's signed pads: negative values crop) and ``fused_activation`` (param 9/10 of
-Convolution-like layers).
+enough channels, ncnn's padding (SAME -233/-234 included, see _geometry.py), fused activations
+(_fused_activation.py), dynamic weights.
 """
 
 from __future__ import annotations
@@ -13,121 +10,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..mat import Mat
-from . import Layer, Param, workspace
+from . import Param
 from ._conv import bias_act, gemm_into, native_act, native_kernels, winograd43_into, winograd43_weights
-from ._elementwise import negate
+from ._fused_activation import activation_values, check_activation, fused_activation
+from ._geometry import WeightBias, Window, copy_make_border
 
 log = logging.getLogger("ncnn_c")
-
-# ncnn's "compute the pads from the input size" markers for pad params
-PAD_SAME_UPPER = -233
-PAD_SAME_LOWER = -234
-
-
-def copy_make_border(
-    x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float, opt=None
-) -> tuple[object, np.ndarray]:
-    """Pad the last two axes of x with a constant; negative pads crop. Returns ``(keep, padded)``
-    (x itself when all pads are 0); the copy comes from ``opt.workspace_allocator`` (see workspace()).
-
-    Negative pads arise from SAME padding when the kernel is smaller than the stride. ncnn
-    copies rows from the first one whatever ``top`` is, so a negative top drops rows at the
-    bottom; we do the same. (A negative left is a true crop at the left in ncnn for narrow
-    rows; for rows of 12+ floats ncnn writes out of bounds, which nobody should rely on.)
-    """
-    if top == bottom == left == right == 0:
-        return None, x
-    h, w = x.shape[-2:]
-    # cropping first keeps the allocation to the final size
-    x = x[..., : h - max(0, -top) - max(0, -bottom), max(0, -left) : w - max(0, -right)]
-    top, bottom, left, right = (max(0, p) for p in (top, bottom, left, right))
-    h, w = x.shape[-2:]
-    keep, out = workspace(opt, x.shape[:-2] + (h + top + bottom, w + left + right))
-    if x.ndim == 3:
-        from .._native.cpu import cpu_kernels
-
-        native = cpu_kernels()
-        threads = max(1, int(getattr(opt, "num_threads", 1) or 1))
-        if native is not None and native.pad(x, out, top, left, value, threads):
-            return keep, out
-    out.fill(value)
-    out[..., top : top + h, left : left + w] = x
-    return keep, out
-
-
-def same_pads(size: int, kernel_extent: int, stride: int, upper: bool) -> tuple[int, int]:
-    """(before, after) pads that make out = ceil(size / stride); SAME_UPPER puts the odd one after.
-
-    A kernel smaller than the stride gives a negative total, split with C's truncating
-    division as ncnn splits it (-3 -> -1 and -2)."""
-    total = kernel_extent + (size - 1) // stride * stride - size
-    half = int(total / 2)
-    return (half, total - half) if upper else (total - half, half)
-
-
-def same_border(
-    h: int, w: int, ext_h: int, ext_w: int, stride_h: int, stride_w: int, upper: bool
-) -> tuple[int, int, int, int]:
-    """(top, bottom, left, right) of ncnn's SAME padding, in the terms copy_make_border uses.
-
-    ncnn pads only when one side comes out positive, and its border copy crops negative rows at
-    the bottom whichever side they belong to, negative columns where they are; the rows are
-    moved here so that code indexing the input with these offsets (the GPU shaders) agrees.
-    """
-    l, r = same_pads(w, ext_w, stride_w, upper)
-    t, b = same_pads(h, ext_h, stride_h, upper)
-    if l <= 0 and r <= 0 and t <= 0 and b <= 0:
-        return 0, 0, 0, 0
-    if t < 0:
-        t, b = 0, b + t
-    return t, b, l, r
-
-
-def activation_values(params) -> np.ndarray:
-    """Param 10 (a float array Mat, or None/empty) as float32 numpy."""
-    if params is None:
-        return np.zeros(0, dtype=np.float32)
-    if isinstance(params, Mat):
-        if params.empty():
-            return np.zeros(0, dtype=np.float32)
-        return np.asarray(params.numpy(), dtype=np.float32).ravel()
-    return np.asarray(params, dtype=np.float32).ravel()
-
-
-def fused_activation(x: np.ndarray, activation_type: int, params: np.ndarray) -> None:
-    """Apply ncnn's fused activation in place on a float32 array.
-
-    0 none, 1 ReLU, 2 LeakyReLU(slope), 3 Clip(min, max), 4 Sigmoid, 5 Mish, 6 HardSwish(alpha, beta).
-    """
-    if activation_type == 0:
-        return
-    if activation_type == 1:
-        np.maximum(x, 0.0, out=x)
-    elif activation_type == 2:
-        np.multiply(x, params[0], out=x, where=x < 0)
-    elif activation_type == 3:
-        np.maximum(x, params[0], out=x)
-        np.minimum(x, params[1], out=x)
-    elif activation_type == 4:
-        # ncnn clamps the exponent's argument so exp never overflows
-        np.clip(x, -88.3762626647949, 88.3762626647949, out=x)
-        negate(x, x)
-        np.exp(x, out=x)
-        x += 1.0
-        np.reciprocal(x, out=x)
-    elif activation_type == 5:
-        x *= np.tanh(np.logaddexp(np.float32(0.0), x))
-    elif activation_type == 6:
-        alpha, beta = params[0], params[1]
-        lower = -beta / alpha
-        upper = 1.0 / alpha + lower
-        mid = (x >= lower) & (x <= upper)
-        x[mid] = x[mid] * (x[mid] * alpha + beta)
-        x[x < lower] = 0.0
-    else:
-        raise ValueError(f"unknown activation_type {activation_type}")
-
 
 # Winograd F(4,3) beats im2col + GEMM once there are enough channels to amortise its transforms
 # and enough 4x4 output tiles to reuse its 4x larger transformed weights (measured on the
@@ -147,7 +35,7 @@ def _positive(layer, **values) -> bool:
     return True
 
 
-class Convolution(Layer):
+class Convolution(Window, WeightBias):
     """2-D convolution over a 3-D blob (and ncnn's 1x1-over-a-vector InnerProduct form)."""
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
@@ -175,8 +63,6 @@ class Convolution(Layer):
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
-        self.weight_data = Mat()
-        self.bias_data = Mat()
         self._act = np.zeros(0, dtype=np.float32)
         self._weight2d: np.ndarray | None = None
         self._bias: np.ndarray | None = None
@@ -199,19 +85,7 @@ class Convolution(Layer):
                 self.int8_scale_term,
             )
             return -1
-        if not 0 <= self.activation_type <= 6:
-            log.error("%s %r: unknown activation_type %d", name, self.name, self.activation_type)
-            return -1
-        need = {2: 1, 3: 2, 6: 2}.get(self.activation_type, 0)
-        if self._act.size < need:
-            log.error(
-                "%s %r: activation_type %d needs %d params in 10=, got %d",
-                name,
-                self.name,
-                self.activation_type,
-                need,
-                self._act.size,
-            )
+        if check_activation(self):
             return -1
         if not _positive(
             self,
@@ -241,19 +115,6 @@ class Convolution(Layer):
                 g,
             )
             return -1
-        return 0
-
-    def load_model(self, mb) -> int:
-        if self.dynamic_weight:
-            return 0
-        self.weight_data = mb.load(self.weight_data_size, 0)
-        if self.weight_data.empty():
-            return -100
-        if self.bias_term:
-            self.bias_data = mb.load(self.num_output, 1)
-            if self.bias_data.empty():
-                return -100
-        self._prepare()
         return 0
 
     def num_input(self) -> int:
@@ -309,39 +170,6 @@ class Convolution(Layer):
             and outc >= WINOGRAD_MIN_CHANNELS
         )
 
-    # -- geometry ------------------------------------------------------------------------------
-    def same_border(
-        self, h: int, w: int, kw: int | None = None, kh: int | None = None
-    ) -> tuple[int, int, int, int]:
-        """SAME padding (-233 / -234) for an h x w input, as (top, bottom, left, right)."""
-        kw = self.kernel_w if kw is None else kw
-        kh = self.kernel_h if kh is None else kh
-        return same_border(
-            h,
-            w,
-            self.dilation_h * (kh - 1) + 1,
-            self.dilation_w * (kw - 1) + 1,
-            self.stride_h,
-            self.stride_w,
-            self.pad_left == PAD_SAME_UPPER,
-        )
-
-    def _border(
-        self, h: int, w: int, kw: int | None = None, kh: int | None = None
-    ) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right) border of an h x w input (negative values crop)."""
-        pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
-        if any(p > 0 for p in pads):
-            return self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
-        if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-            return self.same_border(h, w, kw, kh)
-        return 0, 0, 0, 0
-
-    def _padded(self, x: np.ndarray, opt=None, kw: int | None = None, kh: int | None = None):
-        """(keep, bordered x): see copy_make_border."""
-        t, b, l, r = self._border(x.shape[-2], x.shape[-1], kw, kh)
-        return copy_make_border(x, t, b, l, r, self.pad_value, opt)
-
     # -- forward ---------------------------------------------------------------------------------
     def forward(self, bottom, top, opt) -> int:
         if isinstance(bottom, list):
@@ -374,34 +202,26 @@ class Convolution(Layer):
         if channels != expect:
             log.error("%s %r: %d input channels, weights expect %d", name, self.name, channels, expect)
             return -1
-        t, b, l, r = pads = self._border(x.shape[1], x.shape[2], kw, kh)
-        dst = self._create_top(x.shape[1] + t + b, x.shape[2] + l + r, top, opt, weight2d.shape[0], kw, kh, 3)
+        pads = self.pads(x.shape[1:], (kh, kw))
+        out = self.output_shape(x.shape[1:], pads, (kh, kw))
+        if out is None:
+            return -1
+        dst = self._create_top(out, top, opt, weight2d.shape[0])
         if dst is None:
-            return -100 if top.dims else -1
+            return -100
         self._compute(x, pads, dst, opt, weight2d, bias, kw, kh, wino)
         return 0
 
-    def _create_top(self, hp, wp, top, opt, outc, kw, kh, dims):
-        """Create the top for an hp x wp bordered input; returns its (outc, outh, outw) view, None
-        on failure."""
-        outw = (wp - (self.dilation_w * (kw - 1) + 1)) // self.stride_w + 1
-        outh = (hp - (self.dilation_h * (kh - 1) + 1)) // self.stride_h + 1
-        if outw <= 0 or outh <= 0:
-            log.error(
-                "%s %r: input %dx%d (padded) is smaller than the kernel",
-                type(self).__name__,
-                self.name,
-                wp,
-                hp,
-            )
-            return None
-        if dims == 3:
-            top.create(outw, outh, outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+    def _create_top(self, out: tuple[int, ...], top, opt, outc: int):
+        """Create the top of spatial shape ``out`` ((outh, outw), or (outw,) for a 2-D top); returns
+        its (outc, outh, outw) view, None when the allocation failed."""
+        if len(out) == 2:
+            top.create(out[1], out[0], outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         else:
-            top.create(outw, outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
+            top.create(out[0], outc, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return None
-        return top.tensor().reshape(outc, outh, outw) if dims == 2 else top.tensor()
+        return top.tensor() if len(out) == 2 else top.tensor().reshape(outc, 1, out[0])
 
     def _compute(self, x, pads, dst, opt, weight2d, bias, kw, kh, wino: bool) -> None:
         """The convolution of x bordered by pads into dst (outc, outh, outw), bias and activation

@@ -1,8 +1,9 @@
 """Convolution1D: convolution along w of a 2-D blob (h = channels, w = length).
 
 The same kernels as Convolution on a (channels, 1, length) view: im2col + one matrix product
-straight into the (num_output, outw) top. Padding is left/right only (15 defaults to 4); SAME
-(-233 upper / -234 lower) pads only when the total comes out positive, as ncnn does.
+straight into the (num_output, outw) top. Its one spatial axis is w (``AXES``): padding is
+left/right only (15 defaults to 4); SAME (-233 upper / -234 lower) pads only when the total
+comes out positive, as ncnn does (_geometry.py).
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import logging
 
 from . import Param
-from .convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution, copy_make_border, same_pads
+from ._geometry import copy_make_border
+from .convolution import Convolution
 
 log = logging.getLogger("ncnn_c")
 
 
 class Convolution1D(Convolution):
+    AXES = "w"
     PARAMS = (
         Param(0, "num_output", 0),
         Param(1, "kernel_w", 0),
@@ -32,7 +35,7 @@ class Convolution1D(Convolution):
     )
 
     def __init__(self) -> None:
-        # the 2-D machinery sees a kernel of height 1 that never pads vertically
+        # the 2-D kernels see a kernel of height 1 that never pads vertically
         self.kernel_h = self.dilation_h = self.stride_h = 1
         self.pad_top = self.pad_bottom = 0
         self.int8_scale_term = 0
@@ -40,24 +43,6 @@ class Convolution1D(Convolution):
 
     def _winograd_fits(self, kw: int, kh: int, inc: int, outc: int) -> bool:
         return False
-
-    def lr_pads(self, w: int, kw: int) -> tuple[int, int]:
-        """(left, right) border for a length-w input and kernel width kw; (0, 0) when none."""
-        l, r = self.pad_left, self.pad_right
-        if l > 0 or r > 0:
-            return l, r
-        if l == r and l in (PAD_SAME_UPPER, PAD_SAME_LOWER):
-            l, r = same_pads(w, self.dilation_w * (kw - 1) + 1, self.stride_w, l == PAD_SAME_UPPER)
-            if l + r > 0:
-                return l, r
-        return 0, 0
-
-    def _padded(self, x, opt=None, kw=None, kh=None):
-        kw = self.kernel_w if kw is None else kw
-        l, r = self.lr_pads(x.shape[-1], kw)
-        if (l, r) == (0, 0):
-            return None, x
-        return copy_make_border(x, 0, 0, l, r, self.pad_value, opt)
 
     def forward(self, bottom, top, opt) -> int:
         dynamic = isinstance(bottom, list)
@@ -85,10 +70,14 @@ class Convolution1D(Convolution):
         if x.shape[0] != expect:
             log.error("Convolution1D %r: %d input channels, weights expect %d", self.name, x.shape[0], expect)
             return -1
-        keep, xp = self._padded(x[:, None, :], opt, kw)
-        dst = self._create_top(1, xp.shape[2], top, opt, weight2d.shape[0], kw, 1, 2)
+        l, r = self.pads(x.shape[1:], (kw,))
+        out = self.output_shape(x.shape[1:], (l, r), (kw,))
+        if out is None:
+            return -1
+        dst = self._create_top(out, top, opt, weight2d.shape[0])
         if dst is None:
-            return -100 if top.dims else -1
+            return -100
+        keep, xp = copy_make_border(x[:, None, :], 0, 0, l, r, self.pad_value, opt)
         self._compute(xp, (0, 0, 0, 0), dst, opt, weight2d, bias, kw, 1, False)
         del keep
         return 0

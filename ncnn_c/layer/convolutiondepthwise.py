@@ -14,7 +14,9 @@ import numpy as np
 
 from . import Param
 from ._conv import bias_act, depthwise_into, gemm_into, grouped_into, native_act, native_kernels
-from .convolution import Convolution, copy_make_border, fused_activation
+from ._fused_activation import fused_activation
+from ._geometry import copy_make_border
+from .convolution import Convolution
 
 log = logging.getLogger("ncnn_c")
 

@@ -6,8 +6,8 @@ with one strided slice-add per kernel tap, so the Python loop runs kh*kw times w
 size. The full output is then cropped by the pads (or to ``output_w x output_h``) and the fused
 activation applied.
 
-DeconvolutionDepthWise reuses this class with ``group`` > 1 (a batched GEMM per group). The
-helpers ``check_activation`` and ``Deconvolution.deconv_geometry`` are shared with it.
+DeconvolutionDepthWise reuses this class with ``group`` > 1 (a batched GEMM per group), and
+both GPU forms take their output size and crop from ``Deconvolution.deconv_geometry``.
 """
 
 from __future__ import annotations
@@ -18,32 +18,11 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param, workspace
-from .convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, fused_activation
+from . import Param, workspace
+from ._fused_activation import check_activation, fused_activation
+from ._geometry import PAD_SAME_LOWER, PAD_SAME_UPPER, WeightBias, kernel_extent, transposed_shape
 
 log = logging.getLogger("ncnn_c")
-
-# how many floats of param 10 each fused activation reads
-_ACTIVATION_PARAM_COUNT = {0: 0, 1: 0, 2: 1, 3: 2, 4: 0, 5: 0, 6: 2}
-
-
-def check_activation(layer) -> int:
-    """Validate ``activation_type`` / ``activation_params`` of a layer with fused activation."""
-    need = _ACTIVATION_PARAM_COUNT.get(layer.activation_type)
-    if need is None:
-        log.error("%s %r: unknown activation_type %d", layer.type, layer.name, layer.activation_type)
-        return -1
-    if layer.activation_params.size < need:
-        log.error(
-            "%s %r: activation_type %d needs %d values in param 10, got %d",
-            layer.type,
-            layer.name,
-            layer.activation_type,
-            need,
-            layer.activation_params.size,
-        )
-        return -1
-    return 0
 
 
 def flat_weights(m: Mat) -> np.ndarray:
@@ -51,7 +30,7 @@ def flat_weights(m: Mat) -> np.ndarray:
     return np.ascontiguousarray(m.tensor(), dtype=np.float32).reshape(-1)
 
 
-class Deconvolution(Layer):
+class Deconvolution(WeightBias):
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(0, "num_output", 0),
         Param(1, "kernel_w", 0),
@@ -102,8 +81,6 @@ class Deconvolution(Layer):
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
-        self.weight_data = Mat()
-        self.bias_data = Mat()
         # (group, outch_g*kh*kw, inch_g): one GEMM operand per group, rows ordered (outch, ky, kx)
         self._wt: np.ndarray | None = None
         self._bias: np.ndarray | None = None
@@ -160,20 +137,7 @@ class Deconvolution(Layer):
             return -1
         return 0
 
-    # -- weights --------------------------------------------------------------------------
-    def load_model(self, mb) -> int:
-        if self.dynamic_weight:
-            return 0
-        self.weight_data = mb.load(self.weight_data_size, 0)
-        if self.weight_data.empty():
-            return -100
-        if self.bias_term:
-            self.bias_data = mb.load(self.num_output, 1)
-            if self.bias_data.empty():
-                return -100
-        self._prepare()
-        return 0
-
+    # -- weights (loaded by WeightBias.load_model) ------------------------------------------
     def _prepare(self) -> None:
         # stored per group as [outch_g][inch_g][kh][kw]
         g = self.group
@@ -227,8 +191,12 @@ class Deconvolution(Layer):
         As ncnn: positive pads crop; otherwise output_w/output_h with SAME pads (-233 puts the
         odd cut at the end, -234 at the start) crop to that size; otherwise nothing is cropped.
         """
-        full_w = (w - 1) * self.stride_w + self.dilation_w * (kernel_w - 1) + 1 + self.output_pad_right
-        full_h = (h - 1) * self.stride_h + self.dilation_h * (kernel_h - 1) + 1 + self.output_pad_bottom
+        full_h, full_w = transposed_shape(
+            (h, w),
+            (kernel_extent(kernel_h, self.dilation_h), kernel_extent(kernel_w, self.dilation_w)),
+            (self.stride_h, self.stride_w),
+            (self.output_pad_bottom, self.output_pad_right),
+        )
         pads = (self.pad_left, self.pad_right, self.pad_top, self.pad_bottom)
         crop = (0, 0, 0, 0)
         if any(p > 0 for p in pads):

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
-from .convolution import fused_activation
-from .deconvolution import check_activation, flat_weights
+from ._fused_activation import check_activation, fused_activation
+from .deconvolution import flat_weights
 
 log = logging.getLogger("ncnn_c")
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._native.cpu import cpu_kernels
 from ..mat import Mat
-from . import Layer, Param
+from . import Param
 from ._conv import channel_rows
-from .convolution import copy_make_border, same_border
+from ._geometry import Window, copy_make_border, same_padding
 
 log = logging.getLogger("ncnn_c")
 
@@ -74,7 +75,7 @@ def _adaptive_reduce(x: np.ndarray, axis: int, out: int, is_max: bool) -> np.nda
     return acc
 
 
-class Pooling(Layer):
+class Pooling(Window):
     # set by load_param from PARAMS; declared for the type checker
     pooling_type: int
     kernel_w: int
@@ -192,31 +193,27 @@ class Pooling(Layer):
             return 0
         return self._windowed(x, top, is_max, opt)
 
-    def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right) padding for the input size, per pad_mode."""
+    def pads(self, size: Sequence[int], kernel: Sequence[int] | None = None) -> tuple[int, ...]:
+        """(top, bottom, left, right) padding for an (h, w) input, per pad_mode."""
+        h, w = size
         t, b, l, r = self.pad_top, self.pad_bottom, self.pad_left, self.pad_right
         if self.pad_mode == 0:
             # extend right/bottom so that (size - kernel) divides by the stride
             b += _tail_pad(h + t + b - self.kernel_h, self.stride_h)
             r += _tail_pad(w + l + r - self.kernel_w, self.stride_w)
         elif self.pad_mode in (2, 3):
-            return same_border(
-                h, w, self.kernel_h, self.kernel_w, self.stride_h, self.stride_w, self.pad_mode == 2
-            )
+            return same_padding(size, self.extents(), (self.stride_h, self.stride_w), self.pad_mode == 2)
         return t, b, l, r
 
     def _windowed(self, x: np.ndarray, top: Mat, is_max: bool, opt) -> int:
         c, h, w = x.shape
         kh, kw, sh, sw = self.kernel_h, self.kernel_w, self.stride_h, self.stride_w
-        t, b, l, r = self._pads(h, w)
+        t, b, l, r = self.pads((h, w))
         hp, wp = h + t + b, w + l + r
-        outh = (hp - kh) // sh + 1
-        outw = (wp - kw) // sw + 1
-        if outh <= 0 or outw <= 0:
-            log.error(
-                "Pooling %r: input %dx%d (padded) is smaller than the kernel %dx%d", self.name, wp, hp, kw, kh
-            )
+        out = self.output_shape((h, w), (t, b, l, r))
+        if out is None:
             return -1
+        outh, outw = out
         exclude_pad = not is_max and not self.avgpool_count_include_pad
         y0, y1, x0, x1 = t, t + h, l, l + w
         if exclude_pad:

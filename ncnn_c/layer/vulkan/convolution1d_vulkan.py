@@ -2,7 +2,7 @@
 
 A 2-D blob (h = channels, w = length) is a stack of rows w elements apart. One dispatch
 computes a row tile x 4 output channels per invocation, with the left/right pads (SAME
-included, from the CPU class's ``lr_pads``) read as pad_value rather than materialised.
+included, from the CPU class's ``pads``) read as pad_value rather than materialised.
 
 Packing follows ncnn's convention, fixed at create_pipeline from the weights' shape: with
 use_packing_layout the layer reads elempack 4 when its input channel count divides by 4
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._fused_activation import activation_specs
 from ..convolution1d import Convolution1D
 from . import LOCAL_1D, VulkanLayer, elemsize_for, is_fp16, upload_weights
-from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -44,8 +44,6 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
         self._out_pack4 = False
 
     def create_pipeline_vk(self, opt) -> int:
-        act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
-        act += [0.0] * (2 - len(act))
         packing = bool(opt.use_packing_layout)
         self._in_pack4 = packing and self.num_input() % 4 == 0
         self._out_pack4 = packing and self.num_output % 4 == 0
@@ -55,7 +53,12 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
             if self.pipeline_packing is None:
                 return -1
         specs = [self.kernel_w, self.dilation_w, self.stride_w, 1 if self.bias_term else 0]
-        specs += [self.activation_type, *act, self._tile_w, int(self._out_pack4), self._out_groups]
+        specs += [
+            *activation_specs(self.activation_type, self._act),
+            self._tile_w,
+            int(self._out_pack4),
+            self._out_groups,
+        ]
         shader = "convolution1d_pack4" if self._in_pack4 else "convolution1d"
         self.pipeline_convolution1d = self.new_pipeline(shader, opt, specs, LOCAL_1D)
         return 0 if self.pipeline_convolution1d else -1
@@ -114,13 +117,11 @@ class Convolution1D_vulkan(VulkanLayer, Convolution1D):
                 self.num_input(),
             )
             return -1
-        l, r = self.lr_pads(w, self.kernel_w)
-        outw = (w + l + r - (self.dilation_w * (self.kernel_w - 1) + 1)) // self.stride_w + 1
-        if outw <= 0:
-            log.error(
-                "Convolution1D %r: input width %d (padded) is smaller than the kernel", self.name, w + l + r
-            )
+        l, r = self.pads((w,))
+        out = self.output_shape((w,), (l, r))
+        if out is None:
             return -1
+        (outw,) = out
         out_pack = 4 if self._out_pack4 else 1
         top.create(
             outw,

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..convolution import PAD_SAME_LOWER, PAD_SAME_UPPER, Convolution
+from .._fused_activation import activation_specs
+from ..convolution import Convolution
 from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, shader_policy, upload_weights
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ncnn_c")
 
-# how many entries of activation_params (param 10) each activation_type reads
-_ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
 # the shaders' code for ncnn's piecewise linear activations (0 none, 1 ReLU, 2 leaky ReLU,
 # 3 clip) taken from push constants
 _ACT_RUNTIME = 7
@@ -59,19 +58,19 @@ def activation_constants(layer) -> tuple[list, list[float]]:
     constants. ConvolutionDepthWise keeps all of them specialization constants: its few
     taps per output make the runtime selects cost 15-25 % of a 3x3 depthwise layer on
     lavapipe (measured per layer), more than the build they would save."""
-    t = int(layer.activation_type)
-    a = [float(v) for v in layer._act[: _ACT_PARAM_COUNT.get(t, 0)]]
+    spec = activation_specs(layer.activation_type, layer._act)
+    t, a0, a1 = spec
     inf = float("inf")
     if t in (0, 1, 2, 3):
         slope, lo, hi = 1.0, -inf, inf
         if t == 1:
             lo = 0.0
         elif t == 2:
-            slope = a[0]
+            slope = a0
         elif t == 3:
-            lo, hi = a[0], a[1]
+            lo, hi = a0, a1
         return [_ACT_RUNTIME, 0.0, 0.0], [slope, lo, hi]
-    return [t, *a, *[0.0] * (2 - len(a))], [1.0, -inf, inf]
+    return spec, [1.0, -inf, inf]
 
 
 # When an elempack 4 -> 4 layer runs as an implicit GEMM: "auto" (a non-CPU device and a
@@ -116,17 +115,6 @@ def gemm_tile() -> tuple[int, int, int, int, int]:
     return inv_n, inv_m, pos, vec4s, kb
 
 
-def conv_pads(layer: Convolution, h: int, w: int) -> tuple[int, int, int, int]:
-    """(top, bottom, left, right) a Convolution-family CPU layer pads (negative crops) an
-    h x w input by: its explicit pads, or SAME from its own ``same_border``."""
-    pads = (layer.pad_left, layer.pad_right, layer.pad_top, layer.pad_bottom)
-    if any(p > 0 for p in pads):
-        return layer.pad_top, layer.pad_bottom, layer.pad_left, layer.pad_right
-    if all(p == PAD_SAME_UPPER for p in pads) or all(p == PAD_SAME_LOWER for p in pads):
-        return layer.same_border(h, w)
-    return 0, 0, 0, 0
-
-
 class Convolution_vulkan(VulkanLayer, Convolution):
     def __init__(self) -> None:
         super().__init__()
@@ -145,10 +133,6 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
         self._gemm = False
         self._gemm_tile = GEMM_TILE
-
-    def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right) the CPU layer would pad (negative crops) for this input."""
-        return conv_pads(self, h, w)
 
     def _is_flat_1x1(self) -> bool:
         # SAME pads of a 1x1 stride-1 kernel are always zero
@@ -366,17 +350,11 @@ class Convolution_vulkan(VulkanLayer, Convolution):
                 self.weight_data_size // (maxk * self.num_output),
             )
             return -1
-        t, b, l, r = self._pads(h, w)
-        outw = (w + l + r - (self.dilation_w * (self.kernel_w - 1) + 1)) // self.stride_w + 1
-        outh = (h + t + b - (self.dilation_h * (self.kernel_h - 1) + 1)) // self.stride_h + 1
-        if outw <= 0 or outh <= 0:
-            log.error(
-                "Convolution %r: input %dx%d (padded) is smaller than the kernel",
-                self.name,
-                w + l + r,
-                h + t + b,
-            )
+        t, b, l, r = self.pads((h, w))
+        out = self.output_shape((h, w), (t, b, l, r))
+        if out is None:
             return -1
+        outh, outw = out
 
         out_pack = 4 if self._out_pack4 else 1
         top.create(

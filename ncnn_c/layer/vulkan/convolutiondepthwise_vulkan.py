@@ -6,7 +6,7 @@ channel (convolutiondepthwise_pack4.comp). Any other grouping (several channels 
 or a channel multiplier) runs convolutiondepthwise_group.comp on elempack 1 blobs, a row
 tile x 4 output channels of one group per invocation; a packed bottom is unpacked first by
 the net's shared layout pipeline. Padding (SAME included, from the GPU Convolution's
-``_pads``) is virtual, and the bias and fused activation are applied in the same dispatch.
+``pads``) is virtual, and the bias and fused activation are applied in the same dispatch.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._fused_activation import activation_specs
 from ..convolutiondepthwise import ConvolutionDepthWise
 from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
-from .convolution_vulkan import _ACT_PARAM_COUNT, conv_pads
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -41,16 +41,10 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
         self.bias_data_gpu_pack4: VkMat | None = None
         self._tile_w = 8
 
-    def _pads(self, h: int, w: int) -> tuple[int, int, int, int]:
-        """SAME / explicit pads exactly as the GPU Convolution resolves them."""
-        return conv_pads(self, h, w)
-
     def _depthwise(self) -> bool:
         return self.group == self.num_output == self.num_input()
 
     def create_pipeline_vk(self, opt) -> int:
-        act = [float(v) for v in self._act[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
-        act += [0.0] * (2 - len(act))
         # a CPU device (lavapipe) is bound by loads: longer row tiles reuse each loaded row more
         self._tile_w = 8 if self.cpu_device() else 4
         specs = [
@@ -61,8 +55,7 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
             self.stride_w,
             self.stride_h,
             1 if self.bias_term else 0,
-            self.activation_type,
-            *act,
+            *activation_specs(self.activation_type, self._act),
             self._tile_w,
         ]
         if opt.use_packing_layout:
@@ -143,17 +136,11 @@ class ConvolutionDepthWise_vulkan(VulkanLayer, ConvolutionDepthWise):
                 self.num_input(),
             )
             return -1
-        t, b, l, r = self._pads(h, w)
-        outw = (w + l + r - (self.dilation_w * (self.kernel_w - 1) + 1)) // self.stride_w + 1
-        outh = (h + t + b - (self.dilation_h * (self.kernel_h - 1) + 1)) // self.stride_h + 1
-        if outw <= 0 or outh <= 0:
-            log.error(
-                "ConvolutionDepthWise %r: input %dx%d (padded) is smaller than the kernel",
-                self.name,
-                w + l + r,
-                h + t + b,
-            )
+        t, b, l, r = self.pads((h, w))
+        out = self.output_shape((h, w), (t, b, l, r))
+        if out is None:
             return -1
+        outh, outw = out
         top.create(
             outw,
             outh,

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._fused_activation import activation_specs
 from ..deconvolution import Deconvolution, flat_weights
 from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
-from .convolution_vulkan import _ACT_PARAM_COUNT
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -54,8 +54,6 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         return self.group > 1 and self.group == self.num_output == self._inc_g() * self.group
 
     def create_pipeline_vk(self, opt) -> int:
-        act = [float(v) for v in self.activation_params[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
-        act += [0.0] * (2 - len(act))
         specs = [
             self.kernel_w,
             self.kernel_h,
@@ -64,8 +62,7 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
             self.stride_w,
             self.stride_h,
             1 if self.bias_term else 0,
-            self.activation_type,
-            *act,
+            *activation_specs(self.activation_type, self.activation_params),
         ]
         packing = bool(opt.use_packing_layout)
         if packing:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._fused_activation import activation_specs
 from ..innerproduct import InnerProduct
 from . import LOCAL_1D, VulkanLayer, fp16_exact, numpy_shape, outer_extent, shader_policy, upload_weights
 
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
-
-# how many entries of activation_params (param 10) each activation_type reads
-_ACT_PARAM_COUNT = {2: 1, 3: 2, 6: 2}
 
 # (output vec4s, K lanes) of one innerproduct_splitk.comp work group; K lanes a power of 2
 SPLITK_LANES = (8, 32)
@@ -54,10 +52,12 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
 
     def create_pipeline_vk(self, opt) -> int:
-        act = [float(v) for v in self.activation_params[: _ACT_PARAM_COUNT.get(self.activation_type, 0)]]
-        act += [0.0] * (2 - len(act))
         self._weight_fp16 = self._weights_fit_fp16()
-        specs = [1 if self.bias_term else 0, self.activation_type, *act, int(self._weight_fp16)]
+        specs = [
+            1 if self.bias_term else 0,
+            *activation_specs(self.activation_type, self.activation_params),
+            int(self._weight_fp16),
+        ]
         self.pipeline_innerproduct = self.new_pipeline("innerproduct", opt, specs, LOCAL_1D)
         if self.pipeline_innerproduct is None:
             return -1

@@ -79,20 +79,12 @@ class Pooling_vulkan(VulkanLayer, Pooling):
             t = l = 0
             region = (0, w, 0, h)
         else:
-            t, b, l, r = self._pads(h, w)
-            outw = (w + l + r - self.kernel_w) // self.stride_w + 1
-            outh = (h + t + b - self.kernel_h) // self.stride_h + 1
+            t, b, l, r = self.pads((h, w))
+            out = self.output_shape((h, w), (t, b, l, r))
+            if out is None:
+                return -1
+            outh, outw = out
             region = self._count_region(h, w, t, b, l, r)
-        if outw <= 0 or outh <= 0:
-            log.error(
-                "Pooling %r: input %dx%d (padded) is smaller than the kernel %dx%d",
-                self.name,
-                w,
-                h,
-                self.kernel_w,
-                self.kernel_h,
-            )
-            return -1
 
         top.create(outw, outh, c, elemsize=bottom.elemsize, elempack=elempack, allocator=allocator)
         if top.empty():
