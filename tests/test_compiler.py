@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 import types
@@ -301,3 +302,129 @@ def test_a_body_of_another_shader_is_named_a_mismatch():
     pool4 = resolve_shader_info(compiler.compile_shader("pooling_pack4", opt))
     why = compiler.interface_mismatch(compiler.shader_id(compiler.shader_index("pooling")), pool4)
     assert why and "binding 1 holds vectors" in why
+
+
+# -- #include "file": shared GLSL in files of the shader directory that are not shaders ----------
+USES_HEADER = """#version 450
+layout (constant_id = 0) const float k = 1;
+layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
+layout (binding = 0) buffer data_blob { sfp data[]; };
+#include "shared.h"
+void main()
+{
+    int i = int(gl_GlobalInvocationID.x);
+    if (i >= p.n)
+        return;
+    buffer_st1(data, i, twice(buffer_ld1(data, i)));
+}
+"""
+
+SHARED_H = """// a header may declare interface too: the expanded text is what the shader declares
+layout (push_constant) uniform parameter { int n; } p;
+afp twice(afp v)
+{
+    return v * afp(2.f) * afp(k);
+}
+"""
+
+
+@pytest.fixture
+def include_dir(tmp_path):
+    (tmp_path / "scale.comp").write_text(SCALE)
+    (tmp_path / "uses_header.comp").write_text(USES_HEADER)
+    (tmp_path / "shared.h").write_text(SHARED_H)
+    compiler.set_shader_dir(tmp_path)
+    yield tmp_path
+    compiler.set_shader_dir(None)
+
+
+def test_included_files_are_not_shaders(include_dir):
+    assert compiler.shader_names() == ["scale", "uses_header"]
+
+
+def test_include_is_expanded_between_line_directives(include_dir):
+    src = compiler.shader_source(compiler.shader_index("uses_header")).decode()
+    assert "#include" not in src
+    head, rest = src.split('#line 1 "shared.h"\n')
+    assert head == USES_HEADER.split('#include "shared.h"\n')[0]
+    body, tail = rest.split('#line 6 "uses_header.comp"\n')
+    assert body == SHARED_H
+    assert tail == USES_HEADER.split('#include "shared.h"\n')[1]
+    info = resolve_shader_info(compiler.compile_shader("uses_header", fp32_option()))
+    assert (info.binding_count, info.push_constant_count, info.specialization_ids) == (1, 1, (0,))
+    # the interface the cache checks bodies against is read from the expanded text
+    iface = compiler.shader_interface(compiler.shader_index("uses_header"))
+    assert (iface.bindings, iface.specialization_ids, iface.push_constants) == ({0}, {0}, 1)
+
+
+def test_an_included_file_is_part_of_the_source_hash(include_dir):
+    index = compiler.shader_index("uses_header")
+    other = compiler.shader_index("scale")
+    before, other_before = compiler.shader_source_hash(index), compiler.shader_source_hash(other)
+    assert before == cachefile.fnv1a32(compiler.shader_source(index))
+    (include_dir / "shared.h").write_text(SHARED_H.replace("afp(2.f)", "afp(3.f)"))
+    compiler.set_shader_dir(include_dir)  # a new process would read the new header
+    assert compiler.shader_source_hash(index) != before
+    # a shader that does not include it keeps its hash, so its cache entries stay valid
+    assert compiler.shader_source_hash(other) == other_before
+    assert compiler.shader_source(other) == SCALE.encode()
+
+
+def test_compile_errors_name_the_included_file_and_its_line(include_dir):
+    (include_dir / "shared.h").write_text(SHARED_H.replace("afp(k)", "afp(undeclared_h)"))
+    (include_dir / "uses_header.comp").write_text(USES_HEADER.replace("if (i >= p.n)", "if (i >= p.nope)"))
+    compiler.set_shader_dir(include_dir)
+    with pytest.raises(compiler.ShaderCompileError) as e:
+        compiler.compile_shader("uses_header", fp32_option())
+    msg = str(e.value)
+    assert "shared.h:5:" in msg and "undeclared_h" in msg
+    # and the shader's own lines after the include keep their numbers
+    assert "uses_header.comp:9:" in msg and "nope" in msg
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('#include "missing.h"', 'uses_header.comp:5: #include "missing.h": cannot read missing.h'),
+        ('#include "../shared.h"', "without a path"),
+        ('#include ""', "without a path"),
+        ('#include "uses_header.comp"', "includes itself"),
+    ],
+)
+def test_a_bad_include_is_a_clear_compile_error(include_dir, line, reason):
+    (include_dir / "uses_header.comp").write_text(USES_HEADER.replace('#include "shared.h"', line))
+    compiler.set_shader_dir(include_dir)
+    index = compiler.shader_index("uses_header")
+    for call in (compiler.shader_source, compiler.shader_source_hash, compiler.shader_interface):
+        with pytest.raises(compiler.ShaderCompileError, match=re.escape(reason)):
+            call(index)
+    with pytest.raises(compiler.ShaderCompileError, match=re.escape(reason)):
+        compiler.compile_shader(index, fp32_option())
+
+
+def test_an_include_cycle_is_refused(include_dir):
+    (include_dir / "shared.h").write_text(SHARED_H + '#include "other.h"\n')
+    (include_dir / "other.h").write_text('#include "shared.h"\n')
+    compiler.set_shader_dir(include_dir)
+    with pytest.raises(
+        compiler.ShaderCompileError, match="uses_header.comp -> shared.h -> other.h -> shared.h"
+    ):
+        compiler.shader_source(compiler.shader_index("uses_header"))
+
+
+def test_the_fused_activation_lives_in_one_header():
+    """Every layer shader that applies ncnn's fused activation includes vulkan_activation.h;
+    none keeps a pasted copy."""
+    compiler.set_shader_dir(None)
+    directory = compiler.shader_dir()
+    users = []
+    for name in compiler.shader_names():
+        with open(f"{directory}/{name}.comp", "rb") as f:
+            text = f.read()
+        assert not re.search(rb"\bactivation\s*\(\s*\w+\s+v\s*\)\s*\{", text), (
+            f"{name}.comp pastes activation()"
+        )
+        if b'#include "vulkan_activation.h"' in text:
+            users.append(name)
+            assert b"activation_type" in compiler.shader_source(compiler.shader_index(name))
+    assert len(users) >= 14, users

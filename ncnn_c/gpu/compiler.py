@@ -1,9 +1,17 @@
 """GLSL -> SPIR-V for the built-in layer shaders, in process through ``ncnn_c._native``.
 
 The shader registry is the sorted list of ``layer/vulkan/shader/*.comp``: a shader's
-type index is its position in that list, and its source hash (fnv1a-32 of the file
-bytes) goes into the pipeline cache keys, so editing one shader only invalidates the
-cache entries compiled from it.
+type index is its position in that list, and its source hash (fnv1a-32 of its source)
+goes into the pipeline cache keys, so editing one shader only invalidates the cache
+entries compiled from it.
+
+A shader may ``#include "file.h"``: code several shaders share (``vulkan_activation.h``,
+as ncnn's vulkan_activation.comp) lives in files of the shader directory that are not
+shaders themselves (any extension but ``.comp``). A shader's source is its file with every
+include expanded in place between ``#line`` directives (compiler messages name the
+included file and its line, then the shader's own lines again), so the source hash covers
+the included bytes: editing a header invalidates exactly the entries of the shaders that
+include it. ``shader_interface`` reads the same expanded text.
 
 Before compiling, an option-dependent preamble of macros (storage / arithmetic types,
 buffer load/store helpers, ``NCNN_*`` feature switches) is inserted right after the
@@ -122,15 +130,51 @@ def shader_name(index: int) -> str:
 
 
 def shader_source(index: int) -> bytes:
-    """The GLSL file bytes of a shader (read once per process)."""
+    """The GLSL of a shader, its includes expanded (read once per process); the file bytes
+    as they are when it includes nothing. Raises ShaderCompileError for an include that
+    cannot be read."""
     reg = _reg()
     index = resolve_index(index)
     src = reg.sources.get(index)
     if src is None:
-        with open(os.path.join(reg.directory, reg.names[index] + ".comp"), "rb") as f:
-            src = f.read()
+        name = reg.names[index] + ".comp"
+        with open(os.path.join(reg.directory, name), "rb") as f:
+            src = expand_includes(f.read(), name, reg.directory)
         reg.sources[index] = src
     return src
+
+
+_INCLUDE = re.compile(rb'[ \t]*#[ \t]*include[ \t]*"([^"]*)"[ \t]*(//.*)?\r?')
+
+
+def expand_includes(source: bytes, name: str, directory: str, _outer: tuple[str, ...] = ()) -> bytes:
+    """``source`` (the file ``name``) with each ``#include "file"`` line replaced by that file of
+    ``directory``, itself expanded, between ``#line 1 "file"`` and a ``#line`` back to the
+    includer's next line. Raises ShaderCompileError naming the includer, its line and the
+    file when the file is missing, unreadable, not a plain name of that directory, or
+    includes itself."""
+    out = []
+    for number, line in enumerate(source.split(b"\n"), 1):
+        m = _INCLUDE.fullmatch(line)
+        if m is None:
+            out.append(line)
+            continue
+        target = m.group(1).decode("utf-8", errors="replace")
+        where = f'{name}:{number}: #include "{target}"'
+        if not target or os.path.basename(target) != target or target in (".", ".."):
+            raise ShaderCompileError(f"{where}: name a file of the shader directory, without a path")
+        if target == name or target in _outer:
+            raise ShaderCompileError(f"{where}: includes itself ({' -> '.join((*_outer, name, target))})")
+        try:
+            with open(os.path.join(directory, target), "rb") as f:
+                body = f.read()
+        except OSError as e:
+            raise ShaderCompileError(f"{where}: cannot read {target} in {directory}: {e.strerror}") from None
+        body = expand_includes(body, target, directory, (*_outer, name))
+        if body.endswith(b"\n"):
+            body = body[:-1]
+        out += [f'#line 1 "{target}"'.encode(), body, f'#line {number + 1} "{name}"'.encode()]
+    return b"\n".join(out)
 
 
 def shader_id(index: int) -> int:
@@ -150,7 +194,8 @@ def source_hash_by_id(sid: int) -> int:
 
 
 def shader_source_hash(index: int) -> int:
-    """fnv1a-32 of the shader file bytes; 0 for an index that does not exist."""
+    """fnv1a-32 of the shader's source (its includes expanded); 0 for an index that does not
+    exist."""
     reg = _reg()
     if not isinstance(index, int) or not 0 <= index < len(reg.names):
         return 0
@@ -313,7 +358,8 @@ _VECTOR_TYPE = re.compile(rb"vec|mat")
 
 
 def shader_interface(index: int) -> Interface:
-    """The interface shader ``index``'s source declares, read from its text (no compile).
+    """The interface shader ``index``'s source declares, read from its text, includes
+    expanded (no compile).
 
     Every variant the preamble selects compiles to exactly this interface (the macros
     change types, never bindings or ids: tests/test_compiler.py checks it for every shader),

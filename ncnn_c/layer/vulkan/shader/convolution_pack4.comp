@@ -69,7 +69,7 @@ layout (push_constant) uniform parameter
     int pad_top;
     float pad_value;
 
-    // activation_type 7 (see activation())
+    // activation_type 7 (see vulkan_activation.h)
     float act_slope;
     float act_lo;
     float act_hi;
@@ -78,51 +78,8 @@ layout (push_constant) uniform parameter
 // input positions one row of taps touches for a tile
 const int window = (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
 
-// ncnn's fused activations (activation_type 0..6, the layers pass 0..3 as 7) on 4 output
-// channels; params follow ncnn's meaning.
-afpvec4 activation(afpvec4 v)
-{
-    if (activation_type == 7)
-    {
-        // ncnn's piecewise linear ones (none, ReLU, leaky ReLU, clip) from push constants,
-        // so that layers differing only in them share a pipeline: negatives scaled by the
-        // slope, then clamped to [lo, hi] by selects (a NaN stays NaN)
-        v = mix(v, v * afp(p.act_slope), lessThan(v, afpvec4(0.f)));
-        v = mix(v, afpvec4(p.act_lo), lessThan(v, afpvec4(p.act_lo)));
-        v = mix(v, afpvec4(p.act_hi), greaterThan(v, afpvec4(p.act_hi)));
-        return v;
-    }
-    if (activation_type == 1)
-    {
-        v = max(v, afp(0.f));
-    }
-    else if (activation_type == 2)
-    {
-        v = mix(v, v * afp(activation_param_0), lessThan(v, afpvec4(0.f)));
-    }
-    else if (activation_type == 3)
-    {
-        v = clamp(v, afp(activation_param_0), afp(activation_param_1));
-    }
-    else if (activation_type == 4)
-    {
-        // the clamp keeps exp() finite, as ncnn's CPU path does
-        v = clamp(v, afp(-88.3762626647949f), afp(88.3762626647949f));
-        v = afp(1.f) / (afp(1.f) + exp(-v));
-    }
-    else if (activation_type == 5)
-    {
-        // softplus saturates to v and tanh to 1 long before exp() overflows; clamping
-        // keeps drivers that expand tanh through exp() away from inf/inf
-        afpvec4 sp = mix(log(afp(1.f) + exp(v)), v, greaterThan(v, afpvec4(15.f)));
-        v = v * tanh(min(sp, afp(15.f)));
-    }
-    else if (activation_type == 6)
-    {
-        v = v * clamp(v * afp(activation_param_0) + afp(activation_param_1), afp(0.f), afp(1.f));
-    }
-    return v;
-}
+#define ACTIVATION_PUSH_CONSTANTS
+#include "vulkan_activation.h"
 
 // the 4x4 weight block at vec4 index i (a multiple of 4): k[l] = 4 output channels of input lane l
 void load_weight_block(int i, out afpvec4 k0, out afpvec4 k1, out afpvec4 k2, out afpvec4 k3)

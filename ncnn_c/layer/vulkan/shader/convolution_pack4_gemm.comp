@@ -82,7 +82,7 @@ layout (push_constant) uniform parameter
     int pad_top;
     float pad_value;
 
-    // activation_type 7 (see activation())
+    // activation_type 7 (see vulkan_activation.h)
     float act_slope;
     float act_lo;
     float act_hi;
@@ -98,50 +98,8 @@ const int k_per_inv = kb * 4 * tile_m / lsize;
 shared afpvec4 tmp_v[kb * tile_n];
 shared afpvec4 tmp_k[kb * 4 * tile_m];
 
-// ncnn's fused activations (activation_type 0..6, the layers pass 0..3 as 7) on 4 output
-// channels; params follow ncnn's meaning.
-afpvec4 activation(afpvec4 v)
-{
-    if (activation_type == 7)
-    {
-        // ncnn's piecewise linear ones (none, ReLU, leaky ReLU, clip) from push constants,
-        // so that layers differing only in them share a pipeline: negatives scaled by the
-        // slope, then clamped to [lo, hi] by selects (a NaN stays NaN)
-        v = mix(v, v * afp(p.act_slope), lessThan(v, afpvec4(0.f)));
-        v = mix(v, afpvec4(p.act_lo), lessThan(v, afpvec4(p.act_lo)));
-        v = mix(v, afpvec4(p.act_hi), greaterThan(v, afpvec4(p.act_hi)));
-        return v;
-    }
-    if (activation_type == 1)
-    {
-        v = max(v, afp(0.f));
-    }
-    else if (activation_type == 2)
-    {
-        v = mix(v, v * afp(activation_param_0), lessThan(v, afpvec4(0.f)));
-    }
-    else if (activation_type == 3)
-    {
-        v = clamp(v, afp(activation_param_0), afp(activation_param_1));
-    }
-    else if (activation_type == 4)
-    {
-        // the clamp keeps exp() finite, as ncnn's CPU path does
-        v = clamp(v, afp(-88.3762626647949f), afp(88.3762626647949f));
-        v = afp(1.f) / (afp(1.f) + exp(-v));
-    }
-    else if (activation_type == 5)
-    {
-        // softplus saturates to v and tanh to 1 long before exp() overflows
-        afpvec4 sp = mix(log(afp(1.f) + exp(v)), v, greaterThan(v, afpvec4(15.f)));
-        v = v * tanh(min(sp, afp(15.f)));
-    }
-    else if (activation_type == 6)
-    {
-        v = v * clamp(v * afp(activation_param_0) + afp(activation_param_1), afp(0.f), afp(1.f));
-    }
-    return v;
-}
+#define ACTIVATION_PUSH_CONSTANTS
+#include "vulkan_activation.h"
 
 afpvec4 load_weight(int i)
 {

@@ -70,40 +70,7 @@ layout (push_constant) uniform parameter
     int outc_g;
 } p;
 
-// ncnn's fused activations (activation_type 0..6) on 4 output channels; params follow ncnn's meaning.
-afpvec4 activation(afpvec4 v)
-{
-    if (activation_type == 1)
-    {
-        v = max(v, afp(0.f));
-    }
-    else if (activation_type == 2)
-    {
-        v = mix(v, v * afp(activation_param_0), lessThan(v, afpvec4(0.f)));
-    }
-    else if (activation_type == 3)
-    {
-        v = clamp(v, afp(activation_param_0), afp(activation_param_1));
-    }
-    else if (activation_type == 4)
-    {
-        // the clamp keeps exp() finite, as ncnn's CPU path does
-        v = clamp(v, afp(-88.3762626647949f), afp(88.3762626647949f));
-        v = afp(1.f) / (afp(1.f) + exp(-v));
-    }
-    else if (activation_type == 5)
-    {
-        // softplus saturates to v and tanh to 1 long before exp() overflows; clamping
-        // keeps drivers that expand tanh through exp() away from inf/inf
-        afpvec4 sp = mix(log(afp(1.f) + exp(v)), v, greaterThan(v, afpvec4(15.f)));
-        v = v * tanh(min(sp, afp(15.f)));
-    }
-    else if (activation_type == 6)
-    {
-        v = v * clamp(v * afp(activation_param_0) + afp(activation_param_1), afp(0.f), afp(1.f));
-    }
-    return v;
-}
+#include "vulkan_activation.h"
 
 void main()
 {

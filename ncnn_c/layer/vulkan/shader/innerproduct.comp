@@ -49,26 +49,10 @@ vec4 weight(int i)
     return weight_data[i];
 }
 
-vec4 activation(vec4 v)
-{
-    if (activation_type == 1)
-        v = max(v, 0.f);
-    else if (activation_type == 2)
-        v = mix(v, v * activation_param_0, lessThan(v, vec4(0.f)));
-    else if (activation_type == 3)
-        v = clamp(v, activation_param_0, activation_param_1);
-    else if (activation_type == 4)
-        v = 1.f / (1.f + exp(-clamp(v, -88.3762626647949f, 88.3762626647949f)));
-    else if (activation_type == 5)
-    {
-        // softplus saturates to v long before exp() overflows
-        const vec4 sp = mix(log(1.f + exp(v)), v, greaterThan(v, vec4(15.f)));
-        v = v * tanh(min(sp, 15.f));
-    }
-    else if (activation_type == 6)
-        v = v * clamp(v * activation_param_0 + activation_param_1, 0.f, 1.f);
-    return v;
-}
+// the activation runs in fp32, as the accumulation
+#define activation_afp float
+#define activation_afpvec4 vec4
+#include "vulkan_activation.h"
 
 void main()
 {
