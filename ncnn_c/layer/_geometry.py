@@ -152,8 +152,9 @@ class Window(Layer):
 
 class WeightBias(Layer):
     """A layer whose model holds ``weight_data_size`` weights, then ``num_output`` biases when
-    ``bias_term`` (none with ``dynamic_weight``: they come as input blobs). ``_prepare()``
-    derives the forward's arrays once they are loaded."""
+    ``bias_term`` (none with ``dynamic_weight``: they come as input blobs), as Convolution,
+    Deconvolution and InnerProduct load theirs. ``_prepare()`` derives the forward's arrays
+    once they are loaded."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -161,7 +162,7 @@ class WeightBias(Layer):
         self.bias_data = Mat()
 
     def load_model(self, mb) -> int:
-        if self.dynamic_weight:
+        if getattr(self, "dynamic_weight", 0):
             return 0
         self.weight_data = mb.load(self.weight_data_size, 0)
         if self.weight_data.empty():

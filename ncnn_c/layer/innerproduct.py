@@ -12,15 +12,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..mat import Mat
-from . import Layer, Param
+from . import Param
 from ._fused_activation import check_activation, fused_activation
+from ._geometry import WeightBias
 from .deconvolution import flat_weights
 
 log = logging.getLogger("ncnn_c")
 
 
-class InnerProduct(Layer):
+class InnerProduct(WeightBias):
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(0, "num_output", 0),
         Param(1, "bias_term", 0),
@@ -40,8 +40,6 @@ class InnerProduct(Layer):
         super().__init__()
         self.one_blob_only = True
         self.support_inplace = False
-        self.weight_data = Mat()
-        self.bias_data = Mat()
         self._weight: np.ndarray | None = None  # (num_output, num_input), C-contiguous
         self._bias: np.ndarray | None = None
 
@@ -62,17 +60,6 @@ class InnerProduct(Layer):
             )
             return -1
         return check_activation(self)
-
-    def load_model(self, mb) -> int:
-        self.weight_data = mb.load(self.weight_data_size, 0)
-        if self.weight_data.empty():
-            return -100
-        if self.bias_term:
-            self.bias_data = mb.load(self.num_output, 1)
-            if self.bias_data.empty():
-                return -100
-        self._prepare()
-        return 0
 
     def _prepare(self) -> None:
         self._weight = flat_weights(self.weight_data).reshape(self.num_output, -1)
