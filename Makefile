@@ -23,6 +23,7 @@ native:
 	$(PY) -m ncnn_c._native.build_shaderc
 	$(PY) -m ncnn_c._native.build_hash
 	$(PY) -m ncnn_c._native.build_cpu
+	$(PY) -m ncnn_c._native.build_plan
 
 capi:
 	$(PY) -m ncnn_c.capi --build

@@ -56,9 +56,18 @@ _GEN_DIR = os.path.join("build", "cffi_src")
 
 def _extensions():
     # cffi writes each extension's C source into _GEN_DIR and returns a setuptools Extension
-    # carrying the builder's compile and link flags
+    # carrying the builder's compile and link flags; an OPTIONAL builder whose dependencies
+    # are missing (oneDNN's headers on aarch64) is left out with a warning
     os.chdir(HERE)
-    return [_ffi_of(b).distutils_extension(tmpdir=_GEN_DIR) for b in _builders()]
+    exts = []
+    for b in _builders():
+        try:
+            exts.append(_ffi_of(b).distutils_extension(tmpdir=_GEN_DIR))
+        except b.BuildError as e:
+            if not getattr(b, "OPTIONAL", False):
+                raise SystemExit(f"ncnn_c: cannot build {b.MODULE}: {e}") from None
+            print(f"ncnn_c: building without {b.MODULE}: {e}", file=sys.stderr)
+    return exts
 
 
 class BuildPy(build_py):

@@ -879,12 +879,14 @@ def test_pool_allocators_serve_blobs_and_workspace_of_a_real_net():
         return np.array(out).copy()
 
     plain = Net()
+    plain.native_plan = False  # the numpy layers' allocations (the native plan has an arena)
     assert plain.load_param(str(MODELS / "squeezenet_v1.1.param")) == 0
     assert plain.load_model(str(MODELS / "squeezenet_v1.1.bin")) == 0
     ref = run(plain)
 
     blob, work = PoolAllocator(), UnlockedPoolAllocator()
     net = Net()
+    net.native_plan = False
     net.opt.blob_allocator = blob
     net.opt.workspace_allocator = work
     assert net.load_param(str(MODELS / "squeezenet_v1.1.param")) == 0
@@ -933,6 +935,7 @@ def _reference_extract(net: Net, given: dict[int, np.ndarray], target: int) -> n
 @pytest.mark.parametrize("light", [True, False])
 def test_plan_matches_the_recursive_forward_for_every_blob(light):
     net = custom_net(light=light)
+    net.native_plan = False  # bit for bit: the numpy executor against the numpy recursion
     x = data_in(3)
     for target in range(1, len(net.blobs())):
         ex = net.create_extractor()
@@ -982,6 +985,7 @@ def test_plan_reports_a_missing_second_input(caplog):
 
 def test_plan_matches_the_recursive_forward_on_squeezenet():
     net = Net()
+    net.native_plan = False  # bit for bit: the numpy executor against the numpy recursion
     assert net.load_param(str(UNFUSED)) == 0 and net.load_model(str(BIN)) == 0
     x = np.random.default_rng(5).uniform(-1, 1, (3, 64, 64)).astype(np.float32)
     names = [b.name for b in net.blobs()]

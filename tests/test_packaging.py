@@ -154,7 +154,7 @@ def test_wheel_contents(wheel):
     assert not wheel.name.endswith("-none-any.whl"), wheel.name  # platform-tagged: it has native code
     assert re.search(r"-cp3\d+-cp3\d+-linux_x86_64\.whl$", wheel.name), wheel.name
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("_shaderc", "_hash", "_cpu"):
+    for module in ("_shaderc", "_hash", "_cpu", "_plan"):
         assert any(re.fullmatch(rf"ncnn_c/_native/{module}\.cpython-.*\.so", n) for n in names), module
     for n in (
         "ncnn_c/py.typed",
@@ -163,6 +163,7 @@ def test_wheel_contents(wheel):
         "ncnn_c/_capi_data/build.py",
         "ncnn_c/_capi_data/bridge.py",
         "ncnn_c/layer/vulkan/shader/convolution.comp",
+        "ncnn_c/layer/vulkan/shader/vulkan_activation.h",
     ):
         assert n in names, n
     entry_points = (

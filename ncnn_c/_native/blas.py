@@ -134,6 +134,6 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> None
         f.result()
 
 
-def _mm(a, b, out, err: dict) -> None:
+def _mm(a, b, out, err) -> None:
     with np.errstate(**err):
         np.matmul(a, b, out=out)

@@ -26,6 +26,7 @@ from ..option import FEAT_NO_VULKAN, Option, get_layer_option
 from . import vulkan_forward
 from .extractor import Extractor
 from .graph import MAX_LAYER_COUNT, Blob, CustomEntry, Graph, call_hook, desc
+from .native import NativePlans
 from .parse import gc_paused, open_reader, parse_binary, parse_text
 from .plan import LayerOptions, Plan
 from .vulkan_forward import ReplayCache
@@ -63,6 +64,12 @@ class Net:
         # the most input shapes remembered (each keeps its blobs' GPU memory), 0: no replay
         self.replay_capacity = 8
         self._replays = ReplayCache()
+        # CPU: native plans recorded per input shape (native.py); they hold what they read
+        # of the weights, so they are dropped with the layers
+        self._native_plans = NativePlans()
+        # False: the CPU runs the numpy layers only (the reference path); NCNN_C_NATIVE_PLAN=0
+        # switches the plan off for the whole process
+        self.native_plan = True
 
     # -- context manager / lifetime -------------------------------------------------------
     def __enter__(self) -> Net:
@@ -263,6 +270,7 @@ class Net:
         self._plans = {}
         self._layer_opts = None
         self._replays.clear()
+        self._native_plans.clear()
 
     def _plan(self, index: int) -> Plan:
         """The execution plan of blob ``index``, built on first use."""
@@ -498,6 +506,7 @@ class Net:
             return
         self._pipelines = False
         self._replays.clear()
+        self._native_plans.clear()
         for layer in self._layers:
             try:
                 layer.destroy_pipeline(get_layer_option(self.opt, layer))

@@ -19,6 +19,7 @@ from .._native.blas import single_threaded as single_threaded_blas
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
+from . import native
 from .graph import desc
 from .plan import LayerOptions, data_source
 from .vulkan_forward import VulkanForward
@@ -197,7 +198,8 @@ class Extractor(VulkanForward):
                 else:
                     # our kernels split large products over their own pool (see _native.blas)
                     with single_threaded_blas():
-                        ret = self._run_plan(index, self._forward_cpu)
+                        done = native.extract(self, index)
+                        ret = self._run_plan(index, self._forward_cpu) if done is None else done
                 if ret != 0:
                     return ret, Mat()
         except Exception as e:  # noqa: BLE001 - a bug must not escape as an exception

@@ -47,7 +47,18 @@ def _native() -> dict[str, str | None]:
             out[name] = importlib.import_module(f"ncnn_c._native.{name}").__file__
         except ImportError:
             out[name] = None
+    from ncnn_c._native import onednn
+
+    plan = onednn.get()  # it needs oneDNN loaded first
+    out["_plan"] = plan.__file__ if plan is not None else None
     return out
+
+
+def _cpu_plan() -> str:
+    """"on", or why the native CPU plan is off (the numpy layers run then)."""
+    from ncnn_c._native import onednn
+
+    return onednn.reason() or "on (oneDNN)"
 
 
 def _version_str(v: int) -> str:
@@ -95,6 +106,7 @@ def collect() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "package": os.path.dirname(os.path.abspath(ncnn_c.__file__)),
         "native": _native(),
+        "cpu_plan": _cpu_plan(),
         "cpu": {
             "count": cpu.get_cpu_count(),
             "physical": cpu.get_physical_cpu_count(),
@@ -112,6 +124,7 @@ def _print_text(r: dict[str, Any]) -> None:
     print(f"ncnn_c {r['version']} (Python {r['python']}) at {r['package']}")
     for name, path in r["native"].items():
         print(f"  native {name}: {path or 'not built (slower fallback / built on first use)'}")
+    print(f"  native CPU plan: {r['cpu_plan']}")
     c = r["cpu"]
     print(f"CPU: {c['count']} logical, {c['physical']} physical, avx={c['avx']}, avx2={c['avx2']}")
     devs = r["vulkan_devices"]

@@ -160,7 +160,7 @@ def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, f
     twice. Layers nothing later reads are skipped (unless calibrated), blobs are dropped
     after their last consumer.
     """
-    from ..layer.convolution import activation_values, fused_activation
+    from ..layer._fused_activation import activation_values, fused_activation
     from ..option import Option
 
     opt = Option()

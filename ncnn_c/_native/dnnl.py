@@ -1,0 +1,293 @@
+"""A small checked wrapper over the oneDNN calls the native CPU plan makes.
+
+Only this module (and ``onednn.py``, which loads the library) touches the ``_plan``
+extension's ``ffi`` / ``lib``: ``ncnn_c/net/native.py`` builds plans from these objects.
+Every oneDNN status other than success raises ``DnnlError`` naming the call; every handle
+is destroyed when its Python object goes (primitives and memories hold references to what
+they need, so the order of collection does not matter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import NcnnError
+from . import onednn
+
+MAX_NDIMS = 12
+
+
+class DnnlError(NcnnError):
+    """A oneDNN call failed (an unsupported shape or setting, or no memory)."""
+
+
+class Dnnl:
+    """The loaded library: one CPU engine per process."""
+
+    def __init__(self, mod) -> None:
+        self.ffi, self.lib = mod.ffi, mod.lib
+        p = self.ffi.new("dnnl_engine_t *")
+        self.check(self.lib.dnnl_engine_create(p, self.lib.dnnl_cpu, 0), "dnnl_engine_create")
+        self.engine = self.ffi.gc(p[0], self.lib.dnnl_engine_destroy)
+
+    def check(self, status: int, what: str) -> None:
+        if status != self.lib.dnnl_success:
+            raise DnnlError(f"oneDNN {what}: status {status}")
+
+    def dims(self, values: Sequence[int]):
+        d = self.ffi.new("dnnl_dims_t")
+        for i, v in enumerate(values):
+            d[i] = int(v)
+        return d
+
+    # -- memory descriptors ------------------------------------------------------------
+    def md(self, dims: Sequence[int], tag: str | None = None, strides: Sequence[int] | None = None) -> MD:
+        """An fp32 memory descriptor: by format tag ("any", "abcd", ...) or by strides."""
+        p = self.ffi.new("dnnl_memory_desc_t *")
+        if strides is not None:
+            st = self.lib.dnnl_memory_desc_create_with_strides(
+                p, len(dims), self.dims(dims), self.lib.dnnl_f32, self.dims(strides)
+            )
+        else:
+            name = "dnnl_format_tag_any" if tag in (None, "any") else f"dnnl_{tag}"
+            st = self.lib.dnnl_memory_desc_create_with_tag(
+                p, len(dims), self.dims(dims), self.lib.dnnl_f32, getattr(self.lib, name)
+            )
+        self.check(st, "memory_desc_create")
+        return MD(self, p[0], tuple(int(v) for v in dims))
+
+    def own(self, md_ptr, dims: Sequence[int]) -> MD:
+        """A copy of a descriptor owned by someone else (a primitive descriptor's)."""
+        p = self.ffi.new("dnnl_memory_desc_t *")
+        self.check(self.lib.dnnl_memory_desc_clone(p, md_ptr), "memory_desc_clone")
+        return MD(self, p[0], tuple(dims))
+
+    def memory(self, md: MD, address: int | None) -> Mem:
+        """A memory over ``address`` (None: a placeholder bound before each run)."""
+        p = self.ffi.new("dnnl_memory_t *")
+        handle = self.ffi.cast("void *", address or 0)
+        self.check(self.lib.dnnl_memory_create(p, md.ptr, self.engine, handle), "memory_create")
+        return Mem(self.ffi.gc(p[0], self.lib.dnnl_memory_destroy), md)
+
+    # -- primitive descriptors ----------------------------------------------------------
+    def attr(self, eltwise: Sequence[tuple[str, float, float]] = ()):
+        """A primitive attribute with eltwise post-ops (``(alg, alpha, beta)``), or NULL."""
+        if not eltwise:
+            return self.ffi.NULL
+        lib, ffi = self.lib, self.ffi
+        pa = ffi.new("dnnl_primitive_attr_t *")
+        self.check(lib.dnnl_primitive_attr_create(pa), "primitive_attr_create")
+        attr = ffi.gc(pa[0], lib.dnnl_primitive_attr_destroy)
+        po = ffi.new("dnnl_post_ops_t *")
+        self.check(lib.dnnl_post_ops_create(po), "post_ops_create")
+        post = ffi.gc(po[0], lib.dnnl_post_ops_destroy)
+        for alg, alpha, beta in eltwise:
+            st = lib.dnnl_post_ops_append_eltwise(post, getattr(lib, f"dnnl_eltwise_{alg}"), alpha, beta)
+            self.check(st, "post_ops_append_eltwise")
+        self.check(lib.dnnl_primitive_attr_set_post_ops(attr, post), "primitive_attr_set_post_ops")
+        return attr
+
+    def _pd(self, fn: str, *args) -> PD:
+        p = self.ffi.new("dnnl_primitive_desc_t *")
+        self.check(getattr(self.lib, fn)(p, *args), fn)
+        return PD(self, self.ffi.gc(p[0], self.lib.dnnl_primitive_desc_destroy))
+
+    def convolution(self, src, weights, bias, dst, strides, dilates, pad_l, pad_r, post=()) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_convolution_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            lib.dnnl_convolution_direct, src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL,
+            dst.ptr, self.dims(strides), self.dims(dilates), self.dims(pad_l), self.dims(pad_r),
+            self.attr(post),
+        )  # fmt: skip
+
+    def inner_product(self, src, weights, bias, dst, post=()) -> PD:
+        return self._pd(
+            "dnnl_inner_product_forward_primitive_desc_create", self.engine, self.lib.dnnl_forward_inference,
+            src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL, dst.ptr, self.attr(post),
+        )  # fmt: skip
+
+    def pooling(self, alg: str, src, dst, strides, kernel, pad_l, pad_r) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_pooling_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            getattr(lib, f"dnnl_pooling_{alg}"), src.ptr, dst.ptr, self.dims(strides), self.dims(kernel),
+            self.dims([0] * len(kernel)), self.dims(pad_l), self.dims(pad_r), self.ffi.NULL,
+        )  # fmt: skip
+
+    def eltwise(self, alg: str, src, dst, alpha: float = 0.0, beta: float = 0.0) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_eltwise_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            getattr(lib, f"dnnl_eltwise_{alg}"), src.ptr, dst.ptr, alpha, beta, self.ffi.NULL,
+        )  # fmt: skip
+
+    def binary(self, alg: str, src0, src1, dst) -> PD:
+        return self._pd(
+            "dnnl_binary_primitive_desc_create", self.engine, getattr(self.lib, f"dnnl_binary_{alg}"),
+            src0.ptr, src1.ptr, dst.ptr, self.ffi.NULL,
+        )  # fmt: skip
+
+    def concat(self, dst, axis: int, srcs) -> PD:
+        arr = self.ffi.new("const_dnnl_memory_desc_t[]", [s.ptr for s in srcs])
+        return self._pd(
+            "dnnl_concat_primitive_desc_create", self.engine, dst.ptr, len(srcs), axis, arr, self.ffi.NULL
+        )
+
+    def sum(self, dst, scales: Sequence[float], srcs) -> PD:
+        arr = self.ffi.new("const_dnnl_memory_desc_t[]", [s.ptr for s in srcs])
+        sc = self.ffi.new("float[]", [float(v) for v in scales])
+        return self._pd(
+            "dnnl_sum_primitive_desc_create", self.engine, dst.ptr, len(srcs), sc, arr, self.ffi.NULL
+        )
+
+    def softmax(self, src, dst, axis: int) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_softmax_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            lib.dnnl_softmax_accurate, src.ptr, dst.ptr, axis, self.ffi.NULL,
+        )  # fmt: skip
+
+    def reorder(self, src, dst) -> PD:
+        p = self.ffi.new("dnnl_primitive_desc_t *")
+        st = self.lib.dnnl_reorder_primitive_desc_create(
+            p, src.ptr, self.engine, dst.ptr, self.engine, self.ffi.NULL
+        )
+        self.check(st, "reorder_primitive_desc_create")
+        return PD(self, self.ffi.gc(p[0], self.lib.dnnl_primitive_desc_destroy))
+
+
+class MD:
+    """An owned memory descriptor and its logical dims."""
+
+    __slots__ = ("dnnl", "ptr", "dims")
+
+    def __init__(self, dnnl: Dnnl, ptr, dims: tuple[int, ...]) -> None:
+        self.dnnl = dnnl
+        self.ptr = dnnl.ffi.gc(ptr, dnnl.lib.dnnl_memory_desc_destroy)
+        self.dims = dims
+
+    @property
+    def size(self) -> int:
+        return int(self.dnnl.lib.dnnl_memory_desc_get_size(self.ptr))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, MD) and bool(self.dnnl.lib.dnnl_memory_desc_equal(self.ptr, other.ptr))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def reshaped(self, dims: Sequence[int]) -> MD:
+        d = self.dnnl
+        p = d.ffi.new("dnnl_memory_desc_t *")
+        d.check(d.lib.dnnl_memory_desc_reshape(p, self.ptr, len(dims), d.dims(dims)), "memory_desc_reshape")
+        return MD(d, p[0], tuple(dims))
+
+
+class Mem:
+    """A oneDNN memory (its descriptor kept alive with it)."""
+
+    __slots__ = ("ptr", "md")
+
+    def __init__(self, ptr, md: MD) -> None:
+        self.ptr = ptr
+        self.md = md
+
+
+class PD:
+    """A primitive descriptor: what oneDNN chose, and the primitive made from it."""
+
+    def __init__(self, dnnl: Dnnl, ptr) -> None:
+        self.dnnl = dnnl
+        self.ptr = ptr
+
+    def md(self, what: str, dims: Sequence[int], index: int = 0) -> MD:
+        lib = self.dnnl.lib
+        return self.dnnl.own(
+            lib.dnnl_primitive_desc_query_md(self.ptr, getattr(lib, f"dnnl_query_{what}_md"), index), dims
+        )
+
+    @property
+    def impl(self) -> str:
+        d = self.dnnl
+        out = d.ffi.new("const char **")
+        d.check(
+            d.lib.dnnl_primitive_desc_query(self.ptr, d.lib.dnnl_query_impl_info_str, 0, out), "query impl"
+        )
+        return d.ffi.string(out[0]).decode()
+
+    def primitive(self):
+        d = self.dnnl
+        p = d.ffi.new("dnnl_primitive_t *")
+        d.check(d.lib.dnnl_primitive_create(p, self.ptr), "primitive_create")
+        return d.ffi.gc(p[0], d.lib.dnnl_primitive_destroy)
+
+
+class Steps:
+    """Primitives with their arguments, as the C executor reads them; built once per plan."""
+
+    def __init__(self, dnnl: Dnnl) -> None:
+        self.dnnl = dnnl
+        self._items: list[tuple] = []  # (primitive, [(arg, Mem)])
+        self._keep: list = []
+        self.array = None
+        self.count = 0
+
+    def add(self, prim, args: Sequence[tuple[int, Mem]]) -> None:
+        self._items.append((prim, list(args)))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def seal(self) -> None:
+        ffi = self.dnnl.ffi
+        arr = ffi.new("ncnnc_step[]", max(1, len(self._items)))
+        keep = []
+        for i, (prim, args) in enumerate(self._items):
+            a = ffi.new("dnnl_exec_arg_t[]", max(1, len(args)))
+            for j, (arg, mem) in enumerate(args):
+                a[j].arg = arg
+                a[j].memory = mem.ptr
+            arr[i].prim = prim
+            arr[i].nargs = len(args)
+            arr[i].args = a
+            keep.append((prim, a, args))
+        self.array, self._keep, self.count = arr, keep, len(self._items)
+
+
+class Runner:
+    """Runs sealed steps with a stream of its own (one plan runs on one thread at a time)."""
+
+    def __init__(self, dnnl: Dnnl) -> None:
+        self.dnnl = dnnl
+        ffi, lib = dnnl.ffi, dnnl.lib
+        p = ffi.new("dnnl_stream_t *")
+        dnnl.check(lib.dnnl_stream_create(p, dnnl.engine, lib.dnnl_stream_default_flags), "stream_create")
+        self.stream = ffi.gc(p[0], lib.dnnl_stream_destroy)
+
+    def run(self, steps: Steps, num_threads: int, binds: Sequence[tuple[Mem, int]]) -> None:
+        ffi = self.dnnl.ffi
+        mems = ffi.new("dnnl_memory_t[]", [m.ptr for m, _ in binds] or 1)
+        ptrs = ffi.new("void *[]", [ffi.cast("void *", a) for _, a in binds] or 1)
+        ret = self.dnnl.lib.ncnnc_plan_run(
+            self.stream, steps.array, steps.count, int(num_threads), mems, ptrs, len(binds)
+        )
+        if ret != 0:
+            raise DnnlError(
+                f"native plan: {'binding' if ret > -1000 else 'step'} {abs(ret) % 1000} failed ({ret})"
+            )
+
+
+ARG_SRC, ARG_SRC_1, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_MULTIPLE_SRC = 1, 2, 17, 33, 41, 1024
+
+_dnnl: Dnnl | None = None
+
+
+def get() -> Dnnl | None:
+    """The process's Dnnl, or None when oneDNN or the extension cannot be loaded."""
+    global _dnnl
+    if _dnnl is None:
+        mod = onednn.get()
+        if mod is None:
+            return None
+        _dnnl = Dnnl(mod)
+    return _dnnl

@@ -1,0 +1,34 @@
+/* ncnn_c's native CPU plan: run a list of oneDNN primitives, recorded once per input shape,
+   in one call from Python (cffi releases the GIL around it).
+
+   The steps and their arguments are built and owned by ncnn_c/net/native.py; this file only
+   binds the memories whose buffers change between runs (the caller's input Mats and the
+   output Mats it allocates) and executes. Threads: oneDNN's OpenMP runtime, told the
+   extractor's num_threads for this calling thread only. */
+#include <stddef.h>
+#include <stdint.h>
+#include "oneapi/dnnl/dnnl.h"
+
+void omp_set_num_threads(int n);
+
+const char ncnnc_plan_build_stamp[] = "NCNNC_STAMP:@STAMP@";
+
+typedef struct {
+    dnnl_primitive_t prim;
+    int nargs;
+    const dnnl_exec_arg_t *args;
+} ncnnc_step;
+
+/* 0, or -(1 + i) when binding i failed, or -(1000 + i) when step i failed */
+int ncnnc_plan_run(dnnl_stream_t stream, const ncnnc_step *steps, int n, int num_threads,
+                   dnnl_memory_t const *bind_mems, void *const *bind_ptrs, int nbind)
+{
+    for (int i = 0; i < nbind; i++)
+        if (dnnl_memory_set_data_handle(bind_mems[i], bind_ptrs[i]) != dnnl_success)
+            return -(1 + i);
+    omp_set_num_threads(num_threads > 0 ? num_threads : 1);
+    for (int i = 0; i < n; i++)
+        if (dnnl_primitive_execute(steps[i].prim, stream, steps[i].nargs, steps[i].args) != dnnl_success)
+            return -(1000 + i);
+    return dnnl_stream_wait(stream) == dnnl_success ? 0 : -999;
+}

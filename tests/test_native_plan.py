@@ -1,0 +1,210 @@
+"""The native CPU plan (ncnn_c/net/native.py): recorded once per input shape, then run in
+oneDNN primitives; numpy layers in between where there is no native form.
+
+Checked here: the plan agrees with the numpy path and with the PyPI ncnn; its lifetime
+(input shapes, option values, Net.clear, load_model again, LRU); threads; what it refuses
+(custom layers, non-finite first inputs, layers it cannot express). The whole suite also
+runs through it: every CPU Net test reaches the plan from its second extract of a shape.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from oracle import FP32_FLAGS, assert_close, run_ncnn
+
+import ncnn_c
+from ncnn_c.net import native
+
+MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+SQUEEZE = (str(MODELS / "squeezenet_v1.1.param"), str(MODELS / "squeezenet_v1.1.bin"))
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="oneDNN is not installed")
+
+
+def _net(param=SQUEEZE[0], model=SQUEEZE[1], threads=2) -> ncnn_c.Net:
+    net = ncnn_c.Net()
+    net.opt.num_threads = threads
+    assert net.load_param(param) == 0
+    assert net.load_model(model) == 0
+    return net
+
+
+def _run(net, x, name="prob", inp="data") -> np.ndarray:
+    ex = net.create_extractor()
+    ex.input(inp, ncnn_c.Mat(x))
+    ret, out = ex.extract(name)
+    assert ret == 0
+    return np.array(out).copy()
+
+
+def _x(seed=0, shape=(3, 227, 227)) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape, dtype=np.float32)
+
+
+def test_squeezenet_plan_matches_numpy_and_the_oracle():
+    net = _net()
+    x = _x()
+    first = _run(net, x)  # numpy, recorded
+    assert len(net._native_plans) == 1
+    plan = native.NativePlans.take(net._native_plans, next(iter(net._native_plans._plans)))
+    assert plan is not None and plan.native_layers == len(
+        net._plan(net.find_blob_index_by_name("prob")).order
+    )
+    plan.lock.release()
+    second = _run(net, x)  # native
+    assert_close(second, first, 1e-5, "native vs numpy")
+    ret, ref = run_ncnn(
+        Path(SQUEEZE[0]).read_text(), Path(SQUEEZE[1]).read_bytes(), [x], 1, ["data"], ["prob"]
+    )
+    assert ret == 0
+    assert_close(second, ref[0].reshape(second.shape), 1e-4, "native vs PyPI ncnn")
+    assert int(second.argmax()) == int(ref[0].argmax())
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_counts_agree(threads):
+    x = _x(1)
+    ref = _run(_net(threads=1), x)
+    net = _net(threads=threads)
+    _run(net, x)
+    assert_close(_run(net, x), ref, 1e-5, f"{threads} threads")
+
+
+def test_a_new_input_shape_records_a_new_plan_and_both_stay():
+    net = _net()
+    a, b = _x(2, (3, 227, 227)), _x(3, (3, 160, 160))
+    ref_a, ref_b = _run(net, a), _run(net, b)
+    assert len(net._native_plans) == 2
+    assert_close(_run(net, a), ref_a, 1e-5)
+    assert_close(_run(net, b), ref_b, 1e-5)
+
+
+def test_plans_are_bounded_and_dropped_with_the_weights(monkeypatch):
+    monkeypatch.setattr(native, "CAPACITY", 2)
+    net = _net()
+    for size in (64, 80, 96):
+        _run(net, _x(size, (3, size, size)))
+    assert len(net._native_plans._plans) == 2
+    x = _x(4)
+    _run(net, x)
+    plan = net._native_plans
+    assert len(plan) >= 1
+    assert net.load_model(SQUEEZE[1]) == 0  # load_model again: new weights, no old plans
+    assert len(net._native_plans) == 0
+    before = _run(net, x)
+    assert len(net._native_plans) == 1
+    net.clear()
+    assert len(net._native_plans) == 0
+    del before
+
+
+def test_changed_options_record_anew():
+    net = _net()
+    x = _x(5)
+    _run(net, x)
+    net.opt.num_threads = 1
+    _run(net, x)
+    assert len(net._native_plans) == 2
+
+
+def test_switched_off_per_net():
+    net = _net()
+    net.native_plan = False
+    x = _x(6)
+    _run(net, x)
+    _run(net, x)
+    assert len(net._native_plans) == 0
+
+
+def test_non_finite_first_input_builds_no_plan_yet():
+    net = _net()
+    bad = _x(7)
+    bad[0, 0, 0] = np.nan
+    _run(net, bad)
+    assert len(net._native_plans) == 0 and not net._native_plans.failed
+    _run(net, _x(8))
+    assert len(net._native_plans) == 1
+
+
+def test_threads_sharing_a_net_get_their_own_plan_instances():
+    net = _net()
+    xs = [_x(10 + i) for i in range(3)]
+    refs = [_run(net, x) for x in xs]
+    errors: list = []
+
+    def work(i: int) -> None:
+        for _ in range(6):
+            try:
+                assert_close(_run(net, xs[i]), refs[i], 1e-5, f"thread {i}")
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+    assert 1 <= len(net._native_plans) <= native.INSTANCES
+
+
+def test_outputs_come_from_the_blob_allocator():
+    from ncnn_c.allocator import PoolAllocator
+
+    net = _net()
+    pool = PoolAllocator()
+    net.opt.blob_allocator = pool
+    x = _x(9)
+    _run(net, x)
+    ex = net.create_extractor()
+    ex.input("data", ncnn_c.Mat(x))
+    ret, out = ex.extract("prob")
+    assert ret == 0 and out.allocator is pool
+
+
+def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
+    # Interp has no native form yet: the plan runs convolution | Interp (numpy) | convolution
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal(8 * 3 * 9).astype(np.float32)
+    w2 = rng.standard_normal(4 * 8 * 9).astype(np.float32)
+    param = "\n".join(
+        [
+            "7767517",
+            "4 4",
+            "Input in 0 1 data 0=16 1=16 2=3",
+            "Convolution c1 1 1 data a 0=8 1=3 4=1 5=0 6=216 9=1",
+            "Interp up 1 1 a b 0=2 1=2.0 2=2.0",
+            "Convolution c2 1 1 b out 0=4 1=3 4=1 5=0 6=288",
+        ]
+    )
+    (tmp_path / "m.param").write_text(param + "\n")
+    import struct
+
+    (tmp_path / "m.bin").write_bytes(
+        struct.pack("<I", 0) + w1.tobytes() + struct.pack("<I", 0) + w2.tobytes()
+    )
+    net = _net(str(tmp_path / "m.param"), str(tmp_path / "m.bin"))
+    x = _x(11, (3, 16, 16))
+    ref = _run(net, x, "out")
+    got = _run(net, x, "out")
+    assert_close(got, ref, 1e-5)
+    (plan,) = next(iter(net._native_plans._plans.values()))
+    assert plan.native_layers == 2 and len(plan._segments) == 3
+    ret, oracle = run_ncnn(param + "\n", (tmp_path / "m.bin").read_bytes(), [x], 1, ["data"], ["out"])
+    assert ret == 0
+    assert_close(got, oracle[0], 1e-4)
+
+
+def test_fp32_flags_of_the_oracle_run_native_too():
+    net = ncnn_c.Net()
+    for k, v in FP32_FLAGS.items():
+        setattr(net.opt, k, v)
+    assert net.load_param(SQUEEZE[0]) == 0 and net.load_model(SQUEEZE[1]) == 0
+    x = _x(12)
+    _run(net, x)
+    _run(net, x)
+    assert len(net._native_plans) == 1
