@@ -55,7 +55,7 @@ def _native() -> dict[str, str | None]:
 
 
 def _cpu_plan() -> str:
-    """"on", or why the native CPU plan is off (the numpy layers run then)."""
+    """The native CPU plan's state: on, or why it is off (the numpy layers run then)."""
     from ncnn_c._native import onednn
 
     return onednn.reason() or "on (oneDNN)"
