@@ -1,7 +1,14 @@
 """Latency and memory of ncnn_c against the PyPI ``ncnn`` on the benchmark models.
 
-    python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2] [--loops N] [--warmup N]
+    python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2 [4 ...]] [--loops N] [--warmup N]
                                  [--models NAME|PATH ...] [--png out.png] [--no-rss]
+                                 [--separate] [--contention N]
+
+Every table is printed with the machine (CPU model, core count) and the load average before
+and after it: figures against the PyPI ncnn mean something only on a quiet machine (its
+spinning OpenMP threads collapse under load). ``--contention N`` runs N CPU-bound processes
+beside the timed ones (one per core measures the "busy machine" case); ``--threads 1 2 4 8``
+prints one table per thread count and says where a latency rose with more threads.
 
 Models: every ``benchmark/*.param`` (the shared copy, else the repo's ``models/benchmark``)
 with zero weights for both libraries, as ncnn's benchncnn runs them, plus SqueezeNet with
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import subprocess
 import sys
@@ -262,8 +270,28 @@ def fmt(v: float | None, spec: str = ".2f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def print_table(rows: list[Row], args) -> None:
-    print(f"ncnn_c vs ncnn (PyPI): device {args.device}, {args.threads} threads, {args.loops} loops, median")
+def machine() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{model or 'unknown CPU'}, {os.cpu_count()} logical cores"
+
+
+def loadavg() -> str:
+    return "/".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def print_table(rows: list[Row], args, load_before: str = "") -> None:
+    mode = "separate processes" if args.separate else "one process, alternating"
+    busy = f", {args.contention} CPU-bound processes beside it" if args.contention else ""
+    print(
+        f"ncnn_c vs ncnn (PyPI): device {args.device}, {args.threads} threads, {args.loops} loops, median; "
+        f"{mode}{busy}"
+    )
+    print(f"machine: {machine()}; load average (1/5/15 min) before {load_before}, after {loadavg()}")
     head = (
         f"{'model':<24} {'ours ms':>10} {'ncnn ms':>10} {'ratio':>8} {'ours RSS MB':>12} {'ncnn RSS MB':>12}"
     )
@@ -310,7 +338,10 @@ def write_png(rows: list[Row], path: str, args) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "vulkan"), default="cpu")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2])
+    ap.add_argument(
+        "--contention", type=int, default=0, metavar="N", help="N CPU-bound processes beside the run"
+    )
     ap.add_argument("--loops", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--models", nargs="+", metavar="NAME|PATH", help="model names or .param paths")
@@ -327,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.child:
+        args.threads = args.threads[0]
         return child(args)
-    if args.loops < 1 or args.warmup < 0 or args.threads < 1:
+    if args.loops < 1 or args.warmup < 0 or min(args.threads) < 1 or args.contention < 0:
         print("vs_ncnn: --loops and --threads must be >= 1, --warmup >= 0", file=sys.stderr)
         return 2
     try:
@@ -343,6 +375,31 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     import ncnn_c
 
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.contention)]
+    try:
+        medians: dict[int, dict[str, float | None]] = {}
+        counts = list(args.threads)
+        for n in counts:
+            args.threads = n
+            before = loadavg()
+            rows = run_models(models, args, ncnn, ncnn_c)
+            print_table(rows, args, before)
+            medians[n] = {r.model.name: r.ours_ms for r in rows}
+            if args.png:
+                png = args.png if len(counts) == 1 else args.png.replace(".png", f"-{n}t.png")
+                write_png(rows, png, args)
+                print(f"chart: {png}")
+            print()
+    finally:
+        for p in busy:
+            p.kill()
+    for a, b in zip(counts, counts[1:], strict=False):
+        worse = [m for m, v in medians[b].items() if v and medians[a].get(m) and v > medians[a][m]]
+        print(f"ncnn_c slower with {b} threads than with {a}: {', '.join(worse) or 'none'}")
+    return 0 if any(v is not None for t in medians.values() for v in t.values()) else 1
+
+
+def run_models(models, args, ncnn, ncnn_c) -> list[Row]:
     rows = []
     for model in models:
         row = Row(model)
@@ -374,11 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             if not row.ncnn_fails:
                 row.ncnn_rss = rss_of("ncnn", model, shapes, args.device, args.threads)
         print(f"vs_ncnn: {model.name} done", file=sys.stderr)
-    print_table(rows, args)
-    if args.png:
-        write_png(rows, args.png, args)
-        print(f"chart: {args.png}")
-    return 0 if any(r.ours_ms is not None or r.ncnn_ms is not None for r in rows) else 1
+    return rows
 
 
 if __name__ == "__main__":
