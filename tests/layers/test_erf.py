@@ -1,0 +1,47 @@
+"""Erf against the PyPI ncnn: the shapes of ncnn's tests/test_erf.cpp (every rank), the
+layer / in-place / net paths, the tails and the special values, and a Vulkan net (ncnn has a
+GPU form; ours runs the layer on the CPU inside the Vulkan net). The oracle's SIMD polynomial
+and our float64 evaluation differ by a few ulp at most."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import check_layer, randn, rng
+
+PATHS = ("layer", "inplace", "net")
+
+SHAPES = [
+    (24, 7, 6, 5), (12, 9, 8, 7), (13, 5, 4, 3),
+    (5, 12, 10), (18, 6, 3), (7, 4, 12),
+    (28, 12), (15, 20), (13, 19),
+    (64,), (156,), (243,),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_erf(shape):
+    x = randn(rng("erf", shape), shape, 1.5)
+    check_layer("Erf", {}, [], [x], paths=PATHS)
+
+
+def test_erf_tails_and_special_values():
+    x = np.concatenate(
+        [
+            np.linspace(-6, 6, 1001, dtype=np.float32),
+            np.array([0.0, -0.0, 1e-30, -1e-20, 1.9999999, 2.0, 2.0000002, 1e10, -1e10], np.float32),
+        ]
+    )
+    check_layer("Erf", {}, [], [x], paths=PATHS)
+
+
+def test_erf_small_values_keep_relative_precision():
+    # near 0 erf(x) ~ 1.128 x: a 1 - erfc form would lose every digit here
+    x = np.geomspace(1e-30, 1e-2, 64).astype(np.float32)
+    check_layer("Erf", {}, [], [x], paths=PATHS, tol=1e-6)
+
+
+@pytest.mark.gpu
+def test_erf_in_vulkan_net():
+    x = randn(rng("erf-vk"), (6, 9, 11), 1.5)
+    check_layer("Erf", {}, [], [x], paths=("net",), use_vulkan=True)
