@@ -1,0 +1,181 @@
+"""The cases of ncnn's tests/test_rnn.cpp, test_lstm.cpp and test_gru.cpp (one list: the three
+files run the same shapes), as (params, weights, inputs, n_outputs) for any of the three layers."""
+
+from __future__ import annotations
+
+import numpy as np
+from oracle import rng
+
+# (size, T, num_output, direction[, hidden_size]); the hidden_size ones are LSTM-only
+PLAIN = [(4, 1, 2, 2), (8, 2, 2, 2), (16, 8, 7, 2), (17, 8, 8, 2), (19, 15, 8, 2), (5, 16, 16, 2)]
+PLAIN += [(3, 16, 8, 2), (8, 16, 16, 2), (31, 3, 31, 2), (2, 5, 17, 2, 15)]
+PLAIN += [(4, 1, 1, 0), (8, 2, 2, 0), (16, 8, 7, 0), (17, 8, 8, 0), (19, 15, 8, 0), (5, 16, 16, 0)]
+PLAIN += [(3, 16, 8, 0), (8, 16, 16, 0), (2, 5, 17, 0, 15)]
+PLAIN += [(4, 1, 1, 1), (8, 2, 2, 1), (16, 8, 7, 1), (17, 8, 8, 1), (19, 15, 8, 1), (5, 16, 16, 1)]
+PLAIN += [(3, 16, 8, 1), (8, 16, 16, 1), (2, 5, 17, 1, 15)]
+STATEFUL = [
+    (4, 4, 1, 2), (8, 2, 2, 2), (16, 8, 7, 2), (17, 8, 8, 2), (19, 15, 8, 2), (5, 16, 16, 2),
+    (3, 16, 8, 2), (2, 5, 79, 2, 33),
+    (4, 4, 1, 1), (8, 2, 2, 1), (16, 8, 7, 1), (17, 8, 8, 1), (19, 15, 8, 1), (5, 16, 16, 1),
+    (3, 16, 8, 1), (2, 5, 79, 1, 33),
+    (4, 2, 1, 0), (8, 2, 2, 0), (16, 8, 7, 0), (17, 8, 8, 0), (19, 15, 8, 0), (5, 16, 16, 0),
+    (3, 16, 8, 0), (2, 5, 17, 0, 15),
+]  # fmt: skip
+# how the state blobs are wired: (state inputs, state outputs)
+MODES = {"with_hidden": (True, True), "hidden_input": (True, False), "hidden_output": (False, True)}
+
+GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}
+BIAS_ROWS = {"RNN": 1, "LSTM": 4, "GRU": 4}
+
+
+def uniform(g: np.random.Generator, shape, lo: float = -1.2, hi: float = 1.2) -> np.ndarray:
+    """ncnn's RandomMat range."""
+    return g.uniform(lo, hi, shape).astype(np.float32)
+
+
+def ncnn_case(kind: str, case: tuple, mode: str = "plain"):
+    """(params, weights, inputs, n_outputs) for one case; for RNN and GRU a hidden_size entry is
+    num_output (their test files run the same case with the fifth number left out)."""
+    size, T, outch, direction = case[:4]
+    hidden = case[4] if len(case) > 4 and kind == "LSTM" else outch
+    dirs = 2 if direction == 2 else 1
+    gates = GATES[kind]
+    g = rng(kind, case, mode)
+    params = {0: outch, 1: hidden * size * gates * dirs, 2: direction}
+    if kind == "LSTM":
+        params[3] = hidden
+    weights = [
+        uniform(g, (hidden * size * gates * dirs,)),
+        uniform(g, (hidden * BIAS_ROWS[kind] * dirs,)),
+        uniform(g, (outch * hidden * gates * dirs,)),
+    ]
+    if hidden != outch:
+        weights.append(uniform(g, (hidden * outch * dirs,)))
+    inputs = [uniform(g, (T, size))]
+    state_in, state_out = MODES.get(mode, (False, False))
+    if state_in:
+        inputs.append(uniform(g, (dirs, outch)))
+        if kind == "LSTM":
+            inputs.append(uniform(g, (dirs, hidden)))
+    n_outputs = 1 + ((2 if kind == "LSTM" else 1) if state_out else 0)
+    return params, weights, inputs, n_outputs
+
+
+def all_cases(kind: str):
+    """Every case of the ncnn test file as (id, (params, weights, inputs, n_outputs))."""
+    out = [(f"plain{c}", ncnn_case(kind, c)) for c in PLAIN]
+    for mode in MODES:
+        out += [(f"{mode}{c}", ncnn_case(kind, c, mode)) for c in STATEFUL]
+    return out
+
+
+# -- a float64 reference, written from ncnn's src/layer/{rnn,lstm,gru}.cpp -----------------------
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def reference(kind: str, params: dict, weights, inputs, n_outputs: int):
+    """The layer in float64: [output, final states...] shaped as ncnn's blobs."""
+    outch, direction = params[0], params.get(2, 0)
+    hidden = params.get(3, outch) if kind == "LSTM" else outch
+    dirs = 2 if direction == 2 else 1
+    gates = GATES[kind]
+    x = np.asarray(inputs[0], np.float64)
+    T, size = x.shape
+    wxc = np.asarray(weights[0], np.float64).reshape(dirs, gates * hidden, size)
+    bias = np.asarray(weights[1], np.float64).reshape(dirs, BIAS_ROWS[kind], hidden)
+    whc = np.asarray(weights[2], np.float64).reshape(dirs, gates * hidden, outch)
+    whr = np.asarray(weights[3], np.float64).reshape(dirs, outch, hidden) if hidden != outch else None
+    h0 = (
+        np.asarray(inputs[1], np.float64).reshape(dirs, outch) if len(inputs) > 1 else np.zeros((dirs, outch))
+    )
+    c0 = (
+        np.asarray(inputs[2], np.float64).reshape(dirs, hidden)
+        if len(inputs) > 2
+        else np.zeros((dirs, hidden))
+    )
+    outs, hs, cs = [], [], []
+    for d in range(dirs):
+        h, c = h0[d].copy(), c0[d].copy()
+        out = np.zeros((T, outch))
+        steps = range(T - 1, -1, -1) if d == 1 or direction == 1 else range(T)
+        for t in steps:
+            xg, hg = wxc[d] @ x[t], whc[d] @ h
+            if kind == "RNN":
+                h = np.tanh(xg + bias[d][0] + hg)
+            elif kind == "LSTM":
+                a = xg + bias[d].reshape(-1) + hg
+                i, f, o = (_sigmoid(a[k * hidden : (k + 1) * hidden]) for k in range(3))
+                c = f * c + i * np.tanh(a[3 * hidden :])
+                h = o * np.tanh(c)
+                if whr is not None:
+                    h = whr[d] @ h
+            else:
+                n = outch
+                r = _sigmoid(xg[:n] + bias[d][0] + hg[:n])
+                u = _sigmoid(xg[n : 2 * n] + bias[d][1] + hg[n : 2 * n])
+                new = np.tanh(xg[2 * n :] + bias[d][2] + r * (hg[2 * n :] + bias[d][3]))
+                h = (1 - u) * new + u * h
+            out[t] = h
+        outs.append(out)
+        hs.append(h)
+        cs.append(c)
+    result = [np.concatenate(outs, axis=1), np.array(hs)]
+    if kind == "LSTM":
+        result.append(np.array(cs))
+    return result[:n_outputs]
+
+
+# -- the checks each test_<layer>.py runs ---------------------------------------------------------
+# The oracle and ncnn_c both run the recurrence in float32, and a recurrence carries each step's
+# rounding into the next: on the widest case (LSTM num_output 79 projected from hidden_size 33,
+# bidirectional) the oracle itself is 1.2e-5 (rel L2) from the float64 result and ncnn_c 1.0e-5,
+# so the two are 1.35e-5 apart. RNN and GRU stay within 3e-6 of the oracle.
+TOL = {"RNN": 1e-5, "GRU": 1e-5, "LSTM": 3e-5}
+
+
+def check_case(kind: str, case) -> None:
+    from oracle import check_layer
+
+    params, weights, inputs, n_outputs = case
+    check_layer(kind, params, weights, inputs, n_outputs=n_outputs, tol=TOL[kind])
+
+
+def check_float64(kind: str, case) -> None:
+    """ncnn_c within float32 rounding of the float64 reference (the oracle's own distance is
+    about the same, see TOL)."""
+    from oracle import assert_close, run_layer
+
+    params, weights, inputs, n_outputs = case
+    ret, got = run_layer(kind, params, weights, inputs, n_outputs)
+    assert ret == 0
+    for i, (g, r) in enumerate(zip(got, reference(kind, params, weights, inputs, n_outputs), strict=True)):
+        assert_close(g, r, TOL[kind], f"{kind} out{i} vs float64")
+
+
+def rejects(caplog, kind: str, params, weights, inputs, words: str, n_outputs: int = 1) -> None:
+    """run_layer fails, and one error line names the layer type and ``words``."""
+    import logging
+
+    from oracle import run_layer
+
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_layer(kind, params, weights, inputs, n_outputs=n_outputs)
+    assert ret != 0
+    assert any(kind in r.getMessage() and words in r.getMessage() for r in caplog.records), caplog.text
+
+
+def check_bad_params(caplog, kind: str) -> None:
+    params, weights, inputs, _ = ncnn_case(kind, (5, 4, 6, 2), "with_hidden")
+    x = inputs[0]
+    rejects(caplog, kind, {**params, 2: 3}, weights, [x], "direction")
+    rejects(caplog, kind, {**params, 0: 0}, weights, [x], "num_output")
+    rejects(caplog, kind, {**params, 1: params[1] + 1}, weights, [x], "weight_data_size")
+    rejects(caplog, kind, {**params, 8: 2}, weights, [x], "int8")
+    rejects(caplog, kind, params, weights[:2], [x], "weight_hc_data")
+    rejects(caplog, kind, params, [weights[0][:-1], *weights[1:]], [x], "weight_xc_data")
+    rejects(caplog, kind, params, weights, [x[:, :4]], "input")
+    rejects(caplog, kind, params, weights, [x[None]], "input")
+    rejects(caplog, kind, params, weights, [x, inputs[1][:, :5], *inputs[2:]], "hidden", len(inputs))
+    rejects(caplog, kind, params, weights, [x, *inputs[1:], x], "inputs", len(inputs))
