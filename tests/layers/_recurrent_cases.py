@@ -179,3 +179,15 @@ def check_bad_params(caplog, kind: str) -> None:
     rejects(caplog, kind, params, weights, [x[None]], "input")
     rejects(caplog, kind, params, weights, [x, inputs[1][:, :5], *inputs[2:]], "hidden", len(inputs))
     rejects(caplog, kind, params, weights, [x, *inputs[1:], x], "inputs", len(inputs))
+
+
+def check_one_d_blobs(kind: str) -> None:
+    """1-D state blobs of a one-direction layer (kept 1-D on the way out) and a 1-D sequence
+    (one step), as the oracle takes them."""
+    from oracle import check_layer
+
+    for direction in (0, 1):
+        params, weights, inputs, n_outputs = ncnn_case(kind, (5, 6, 7, direction), "with_hidden")
+        flat = [inputs[0]] + [s.reshape(-1) for s in inputs[1:]]
+        check_layer(kind, params, weights, flat, n_outputs=n_outputs, tol=TOL[kind])
+        check_layer(kind, params, weights, [inputs[0][0]], tol=TOL[kind])

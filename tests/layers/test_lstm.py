@@ -4,7 +4,14 @@ hidden state, cell state and projection in and out), a float64 reference, a Vulk
 from __future__ import annotations
 
 import pytest
-from _recurrent_cases import all_cases, check_bad_params, check_case, check_float64, ncnn_case
+from _recurrent_cases import (
+    all_cases,
+    check_bad_params,
+    check_case,
+    check_float64,
+    check_one_d_blobs,
+    ncnn_case,
+)
 from _vulkan_sandwich import check_in_vulkan_net
 
 KIND = "LSTM"
@@ -30,3 +37,7 @@ def test_in_vulkan_net():
 
 def test_bad_params(caplog):
     check_bad_params(caplog, KIND)
+
+
+def test_one_d_blobs():
+    check_one_d_blobs(KIND)
