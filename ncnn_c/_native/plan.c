@@ -10,6 +10,7 @@
 #include "oneapi/dnnl/dnnl.h"
 
 void omp_set_num_threads(int n);
+int omp_get_max_threads(void);
 
 const char ncnnc_plan_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
@@ -26,9 +27,16 @@ int ncnnc_plan_run(dnnl_stream_t stream, const ncnnc_step *steps, int n, int num
     for (int i = 0; i < nbind; i++)
         if (dnnl_memory_set_data_handle(bind_mems[i], bind_ptrs[i]) != dnnl_success)
             return -(1 + i);
+    /* the calling thread's OpenMP thread count is put back afterwards: oneDNN sizes the work
+       split of a primitive created later by it, so a run must not leave it changed */
+    int before = omp_get_max_threads();
     omp_set_num_threads(num_threads > 0 ? num_threads : 1);
-    for (int i = 0; i < n; i++)
+    int ret = 0;
+    for (int i = 0; i < n && ret == 0; i++)
         if (dnnl_primitive_execute(steps[i].prim, stream, steps[i].nargs, steps[i].args) != dnnl_success)
-            return -(1000 + i);
-    return dnnl_stream_wait(stream) == dnnl_success ? 0 : -999;
+            ret = -(1000 + i);
+    if (ret == 0 && dnnl_stream_wait(stream) != dnnl_success)
+        ret = -999;
+    omp_set_num_threads(before);
+    return ret;
 }
