@@ -78,6 +78,23 @@ def get():
     return _state[0]
 
 
+_omp_set_num_threads = None
+
+
+def set_threads(n: int) -> None:
+    """OpenMP's thread count for the calling thread: oneDNN sizes a primitive's work split
+    when it is created, so a plan is built (as it is run) with the extractor's count."""
+    global _omp_set_num_threads
+    if get() is None:
+        return
+    if _omp_set_num_threads is None:
+        try:
+            _omp_set_num_threads = ctypes.CDLL(None).omp_set_num_threads  # libgomp, loaded with oneDNN
+        except AttributeError:
+            return
+    _omp_set_num_threads(max(1, int(n)))
+
+
 def reason() -> str:
     """Why ``get()`` returned None ("" when it did not)."""
     get()

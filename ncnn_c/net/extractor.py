@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._native.blas import single_threaded as single_threaded_blas
+from .._native.onednn import set_threads as set_omp_threads
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
@@ -198,6 +199,7 @@ class Extractor(VulkanForward):
                 else:
                     # our kernels split large products over their own pool (see _native.blas)
                     with single_threaded_blas():
+                        set_omp_threads(self.opt.num_threads)
                         done = native.extract(self, index)
                         ret = self._run_plan(index, self._forward_cpu) if done is None else done
                 if ret != 0:
