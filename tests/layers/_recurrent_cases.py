@@ -1,10 +1,17 @@
-"""The cases of ncnn's tests/test_rnn.cpp, test_lstm.cpp and test_gru.cpp (one list: the three
-files run the same shapes), as (params, weights, inputs, n_outputs) for any of the three layers."""
+"""The tests of RNN, LSTM and GRU, one class each test_<layer>.py subclasses with its KIND.
+
+The cases are those of ncnn's tests/test_rnn.cpp, test_lstm.cpp and test_gru.cpp (one list: the
+three files run the same shapes), built as (params, weights, inputs, n_outputs) for any of the
+three layers; each runs against the PyPI ncnn oracle, and some against a float64 reference."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
-from oracle import rng
+import pytest
+from _vulkan_sandwich import check_in_vulkan_net
+from oracle import assert_close, check_layer, rng, run_layer
 
 # (size, T, num_output, direction[, hidden_size]); the hidden_size ones are LSTM-only
 PLAIN = [(4, 1, 2, 2), (8, 2, 2, 2), (16, 8, 7, 2), (17, 8, 8, 2), (19, 15, 8, 2), (5, 16, 16, 2)]
@@ -61,11 +68,11 @@ def ncnn_case(kind: str, case: tuple, mode: str = "plain"):
     return params, weights, inputs, n_outputs
 
 
-def all_cases(kind: str):
-    """Every case of the ncnn test file as (id, (params, weights, inputs, n_outputs))."""
-    out = [(f"plain{c}", ncnn_case(kind, c)) for c in PLAIN]
+def all_cases() -> list[tuple[tuple, str]]:
+    """Every case of the ncnn test files as (case, mode)."""
+    out = [(c, "plain") for c in PLAIN]
     for mode in MODES:
-        out += [(f"{mode}{c}", ncnn_case(kind, c, mode)) for c in STATEFUL]
+        out += [(c, mode) for c in STATEFUL]
     return out
 
 
@@ -135,8 +142,6 @@ TOL = {"RNN": 1e-5, "GRU": 1e-5, "LSTM": 3e-5}
 
 
 def check_case(kind: str, case) -> None:
-    from oracle import check_layer
-
     params, weights, inputs, n_outputs = case
     check_layer(kind, params, weights, inputs, n_outputs=n_outputs, tol=TOL[kind])
 
@@ -144,8 +149,6 @@ def check_case(kind: str, case) -> None:
 def check_float64(kind: str, case) -> None:
     """ncnn_c within float32 rounding of the float64 reference (the oracle's own distance is
     about the same, see TOL)."""
-    from oracle import assert_close, run_layer
-
     params, weights, inputs, n_outputs = case
     ret, got = run_layer(kind, params, weights, inputs, n_outputs)
     assert ret == 0
@@ -155,10 +158,6 @@ def check_float64(kind: str, case) -> None:
 
 def rejects(caplog, kind: str, params, weights, inputs, words: str, n_outputs: int = 1) -> None:
     """run_layer fails, and one error line names the layer type and ``words``."""
-    import logging
-
-    from oracle import run_layer
-
     caplog.clear()
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):
         ret, _ = run_layer(kind, params, weights, inputs, n_outputs=n_outputs)
@@ -184,10 +183,37 @@ def check_bad_params(caplog, kind: str) -> None:
 def check_one_d_blobs(kind: str) -> None:
     """1-D state blobs of a one-direction layer (kept 1-D on the way out) and a 1-D sequence
     (one step), as the oracle takes them."""
-    from oracle import check_layer
-
     for direction in (0, 1):
         params, weights, inputs, n_outputs = ncnn_case(kind, (5, 6, 7, direction), "with_hidden")
         flat = [inputs[0]] + [s.reshape(-1) for s in inputs[1:]]
         check_layer(kind, params, weights, flat, n_outputs=n_outputs, tol=TOL[kind])
         check_layer(kind, params, weights, [inputs[0][0]], tol=TOL[kind])
+
+
+CASES = all_cases()
+
+
+class RecurrentTests:
+    """Subclassed as Test<KIND> by each layer's test file."""
+
+    KIND = ""
+
+    @pytest.mark.parametrize("case,mode", CASES, ids=[f"{m}{c}" for c, m in CASES])
+    def test_ncnn_cases(self, case, mode):
+        check_case(self.KIND, ncnn_case(self.KIND, case, mode))
+
+    @pytest.mark.parametrize("mode", ["plain", "with_hidden"])
+    @pytest.mark.parametrize("case", [(19, 15, 8, 0), (17, 8, 8, 1), (2, 5, 79, 2, 33)], ids=str)
+    def test_float64_reference(self, case, mode):
+        check_float64(self.KIND, ncnn_case(self.KIND, case, mode))
+
+    def test_one_d_blobs(self):
+        check_one_d_blobs(self.KIND)
+
+    @pytest.mark.gpu
+    def test_in_vulkan_net(self):
+        params, weights, inputs, n_outputs = ncnn_case(self.KIND, (16, 8, 7, 2), "with_hidden")
+        check_in_vulkan_net(self.KIND, params, weights, inputs, n_outputs, tol=3e-5)
+
+    def test_bad_params(self, caplog):
+        check_bad_params(caplog, self.KIND)
