@@ -21,6 +21,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
 
@@ -230,9 +231,6 @@ class Recurrent(Layer):
 
         if len(tops) > 1:
             for i, (s, shape) in enumerate(zip(states, state_shapes, strict=True)):
-                t = tops[1 + i]
-                t.create(*reversed(shape), elemsize=4, elempack=1, allocator=opt.blob_allocator)
-                if t.empty():
+                if store_array(tops[1 + i], s.reshape(shape), opt) != 0:
                     return -100
-                t.tensor()[...] = s.reshape(shape)
         return 0

@@ -18,6 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import Layer, Param
+from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
 
@@ -107,9 +108,4 @@ class Einsum(Layer):
             spec = ",".join(self.lhs_tokens) + "->" + self.rhs_token
             result = np.einsum(spec, *arrays, optimize=len(arrays) > 1)
 
-        top = tops[0]
-        top.create(*reversed(result.shape), elemsize=4, elempack=1, allocator=opt.blob_allocator)
-        if top.empty():
-            return -100
-        top.tensor()[...] = result
-        return 0
+        return store_array(tops[0], result, opt)

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import Layer, Param
+from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
 
@@ -66,9 +67,4 @@ class MatMul(Layer):
         result = np.matmul(a, b)
         if result.ndim == 0:
             result = result.reshape(1)
-        top = tops[0]
-        top.create(*reversed(result.shape), elemsize=4, elempack=1, allocator=opt.blob_allocator)
-        if top.empty():
-            return -100
-        top.tensor()[...] = result
-        return 0
+        return store_array(tops[0], result, opt)

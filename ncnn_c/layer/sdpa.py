@@ -21,6 +21,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
 
@@ -154,12 +155,9 @@ class SDPA(Layer):
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
 
-        top = tops[0]
-        top.create(out_dim, src_len, heads, elemsize=4, elempack=1, allocator=opt.blob_allocator)
-        if top.empty():
-            return -100
         out = np.matmul(scores.reshape(groups, per_group, src_len, dst_len), v[:, None])
-        top.tensor()[...] = out.reshape(heads, src_len, out_dim)
+        if store_array(tops[0], out.reshape(heads, src_len, out_dim), opt) != 0:
+            return -100
 
         if self.kv_cache:
             tops[1].share_from(key_mat)
