@@ -1,13 +1,23 @@
 """A CPU-only layer inside a Vulkan net: every input comes off a GPU layer and every output
 goes through one, so the net must download, run the layer on the CPU and upload again.
 
-Used by the layers ncnn has no Vulkan form of (RNN, LSTM, GRU, MatMul, Einsum): the result
-must be the oracle's CPU result. The GPU layers are identity Clips (no bounds)."""
+Used by the layers a GPU net runs on the CPU (RNN, LSTM, GRU, MatMul, Einsum; RotaryEmbed and
+SDPA until their Vulkan forms exist): the result must be the oracle's CPU result. The GPU
+layers are identity Clips (no bounds)."""
 
 from __future__ import annotations
 
 import numpy as np
-from oracle import FP32_FLAGS, _apply, _fmt_param, _input_params, assert_close, make_bin, run_ncnn
+from oracle import (
+    FP32_FLAGS,
+    GPU_TOL_FP16,
+    _apply,
+    _fmt_param,
+    _input_params,
+    assert_close,
+    make_bin,
+    run_ncnn,
+)
 
 
 def sandwich_param(layer_type: str, params: dict, input_shapes, n_outputs: int) -> str:
@@ -28,9 +38,11 @@ def sandwich_param(layer_type: str, params: dict, input_shapes, n_outputs: int) 
 
 def check_in_vulkan_net(
     layer_type: str, params: dict, weights, inputs, n_outputs: int = 1, tol: float = 1e-5
-):
-    """The sandwich on ncnn_c's Vulkan net (fp32) against the oracle's CPU run of the same net;
-    asserts the Clips ran on the GPU and the layer on the CPU. Returns the max rel L2 error."""
+) -> float:
+    """The sandwich on ncnn_c's Vulkan net against the oracle's CPU fp32 run of the same net:
+    with fp32 options within ``tol``, with the default options (fp16 storage and arithmetic where
+    the device has them) within GPU_TOL_FP16. Asserts the Clips ran on the GPU and the layer on
+    the CPU. Returns the max rel L2 error of the fp32 run."""
     import ncnn_c
 
     inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
@@ -38,20 +50,23 @@ def check_in_vulkan_net(
     bin_bytes = make_bin(weights)
     ret, ref = run_ncnn(text, bin_bytes, inputs, n_outputs)
     assert ret == 0, f"oracle failed on\n{text}"
-    net = ncnn_c.Net()
-    _apply(net.opt, FP32_FLAGS)
-    net.opt.use_vulkan_compute = True
-    assert net.load_param_mem(text) == 0 and net.load_model_mem(bin_bytes) == 0
-    where = {layer.name: layer.vkdev is not None for layer in net.layers()}
-    assert where["op"] is False and all(v for k, v in where.items() if k.startswith("gpu_")), where
-    errs = []
-    with net.create_extractor() as ex:
-        for i, x in enumerate(inputs):
-            assert ex.input(f"in{i}", ncnn_c.Mat(x)) == 0
-        for i in range(n_outputs):
-            ret, m = ex.extract(f"out{i}")
-            assert ret == 0, f"{layer_type} in a Vulkan net: extract out{i} failed"
-            got = np.array(m.numpy(), dtype=np.float32, copy=True)
-            errs.append(assert_close(got, ref[i], tol, f"{layer_type} Vulkan net out{i}"))
-    net.clear()
-    return max(errs)
+    worst = {}
+    for name, flags, bound in (("fp32", FP32_FLAGS, tol), ("default", {}, GPU_TOL_FP16)):
+        net = ncnn_c.Net()
+        _apply(net.opt, flags)
+        net.opt.use_vulkan_compute = True
+        assert net.load_param_mem(text) == 0 and net.load_model_mem(bin_bytes) == 0
+        where = {layer.name: layer.vkdev is not None for layer in net.layers()}
+        assert where["op"] is False and all(v for k, v in where.items() if k.startswith("gpu_")), where
+        errs = []
+        with net.create_extractor() as ex:
+            for i, x in enumerate(inputs):
+                assert ex.input(f"in{i}", ncnn_c.Mat(x)) == 0
+            for i in range(n_outputs):
+                ret, m = ex.extract(f"out{i}")
+                assert ret == 0, f"{layer_type} in a Vulkan net ({name}): extract out{i} failed"
+                got = np.array(m.numpy(), dtype=np.float32, copy=True)
+                errs.append(assert_close(got, ref[i], bound, f"{layer_type} Vulkan net {name} out{i}"))
+        net.clear()
+        worst[name] = max(errs)
+    return worst["fp32"]
