@@ -113,7 +113,8 @@ def test_info_text_and_json_agree(tmp_path):
     r = json.loads(ok("info", "--json", tmp=tmp_path))
     assert r["cache_dir"] == str(tmp_path / "user-cache")
     assert r["version"] == "0.1.0"
-    assert set(r["native"]) == {"_shaderc", "_hash", "_cpu"}
+    assert set(r["native"]) == {"_shaderc", "_hash", "_cpu", "_plan"}
+    assert r["cpu_plan"] in text and (r["cpu_plan"] == "on (oneDNN)") == (r["native"]["_plan"] is not None)
     assert r["cpu"]["count"] >= 1
     assert len(r["vulkan_devices"]) == text.count("\nGPU ")
 
