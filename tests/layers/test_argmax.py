@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import sandwich_param
 from oracle import SHAPES_ALL, assert_close, make_bin, make_param, randn, rng, run_layer, run_net
 
 
@@ -75,6 +76,9 @@ def test_argmax_topk_beyond_the_blob(caplog):
 def test_argmax_in_vulkan_net():
     x = randn(rng("argmax-vk"), (6, 9, 11))
     expected = reference(x, 4, 1)
-    ret, got = run_net(make_param("ArgMax", {0: 1, 1: 4}, [x.shape]), make_bin([]), [x], use_vulkan=True)
+    # between two GPU layers: the net downloads, runs ArgMax on the CPU, uploads
+    ret, got = run_net(
+        sandwich_param("ArgMax", {0: 1, 1: 4}, [x.shape], 1), make_bin([]), [x], use_vulkan=True
+    )
     assert ret == 0
     assert_close(got[0], expected, 0.0, "ArgMax vulkan net")

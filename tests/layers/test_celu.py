@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng
 
 PATHS = ("layer", "inplace", "net")
@@ -36,4 +37,4 @@ def test_celu_default_alpha_and_extremes():
 @pytest.mark.gpu
 def test_celu_in_vulkan_net():
     x = randn(rng("celu-vk"), (6, 9, 11), 3.0)
-    check_layer("CELU", {0: 0.5}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("CELU", {0: 0.5}, [], [x])

@@ -15,6 +15,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng, run_layer
 
 PATHS = ("layer", "inplace", "net")
@@ -58,4 +59,4 @@ def test_cumulativesum_axis_out_of_range(caplog, shape, axis):
 @pytest.mark.gpu
 def test_cumulativesum_in_vulkan_net():
     x = randn(rng("cumsum-vk"), (6, 9, 11))
-    check_layer("CumulativeSum", {0: 1}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("CumulativeSum", {0: 1}, [], [x], tol=0.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, default_option, randn, rng
 
 from ncnn_c.layer import create_layer_cpu
@@ -42,4 +43,4 @@ def test_deepcopy_of_an_empty_blob_fails():
 @pytest.mark.gpu
 def test_deepcopy_in_vulkan_net():
     x = randn(rng("deepcopy-vk"), (6, 9, 11))
-    check_layer("DeepCopy", {}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("DeepCopy", {}, [], [x], tol=0.0)

@@ -11,6 +11,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
@@ -70,4 +71,4 @@ def test_diag_refuses_other_ranks(caplog, shape):
 @pytest.mark.gpu
 def test_diag_in_vulkan_net():
     x = randn(rng("diag-vk"), (9,))
-    check_layer("Diag", {0: -2}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("Diag", {0: -2}, [], [x], tol=0.0)

@@ -167,6 +167,7 @@ def test_embed_refuses_a_2d_input(caplog):
 
 @pytest.mark.gpu
 def test_embed_in_vulkan_net():
+    # straight from the Input: a GPU layer in front would treat the token bits as floats
     g = rng("embed-vk")
     weights = [randn(g, (6 * 40,)), (randn(g, (6,)), 1)]
     x = tokens(g.integers(0, 40, 17))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng
 
 PATHS = ("layer", "inplace", "net")
@@ -44,4 +45,4 @@ def test_erf_small_values_keep_relative_precision():
 @pytest.mark.gpu
 def test_erf_in_vulkan_net():
     x = randn(rng("erf-vk"), (6, 9, 11), 1.5)
-    check_layer("Erf", {}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("Erf", {}, [], [x])

@@ -8,6 +8,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng, run_layer
 
 PATHS = ("layer", "net")
@@ -56,4 +57,4 @@ def test_glu_axis_of_size_one(caplog):
 @pytest.mark.gpu
 def test_glu_in_vulkan_net():
     x = randn(rng("glu-vk"), (6, 9, 12), 3.0)
-    check_layer("GLU", {0: -1}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("GLU", {0: -1}, [], [x])

@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng, run_layer
 
 PATHS = ("layer", "net")
@@ -47,4 +48,4 @@ def test_mvn_outputs_3d_for_a_2d_blob():
 @pytest.mark.gpu
 def test_mvn_in_vulkan_net():
     x = randn(rng("mvn-vk"), (6, 9, 11), 2.0)
-    check_layer("MVN", {0: 1, 1: 0, 2: 0.001}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("MVN", {0: 1, 1: 0, 2: 0.001}, [], [x])

@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
@@ -57,4 +58,4 @@ def test_pixelshuffle_bad_inputs(caplog, shape):
 @pytest.mark.gpu
 def test_pixelshuffle_in_vulkan_net():
     x = randn(rng("pixelshuffle-vk"), (18, 5, 6))
-    check_layer("PixelShuffle", {0: 3, 1: 1}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("PixelShuffle", {0: 3, 1: 1}, [], [x], tol=0.0)

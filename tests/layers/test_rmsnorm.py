@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "inplace", "net")
@@ -83,4 +84,4 @@ def test_rmsnorm_gamma_does_not_fit_the_blob(caplog, shape):
 @pytest.mark.gpu
 def test_rmsnorm_in_vulkan_net():
     params, weights, inputs = _case((8, 2, 3, 5), 15, 0.002, 1)
-    check_layer("RMSNorm", params, weights, inputs, paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("RMSNorm", params, weights, inputs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng
 
 PATHS = ("layer", "inplace", "net")
@@ -37,4 +38,4 @@ def test_shrink_defaults_and_thresholds():
 @pytest.mark.gpu
 def test_shrink_in_vulkan_net():
     x = randn(rng("shrink-vk"), (6, 9, 11), 5.0)
-    check_layer("Shrink", {0: 0.3, 1: 0.7}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("Shrink", {0: 0.3, 1: 0.7}, [], [x], tol=0.0)

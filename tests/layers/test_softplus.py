@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng
 
 PATHS = ("layer", "inplace", "net")
@@ -34,4 +35,4 @@ def test_softplus_extremes():
 @pytest.mark.gpu
 def test_softplus_in_vulkan_net():
     x = randn(rng("softplus-vk"), (6, 9, 11), 4.0)
-    check_layer("Softplus", {}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("Softplus", {}, [], [x])

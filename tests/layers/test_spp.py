@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import sandwich_param
 from oracle import assert_close, make_bin, make_param, randn, rng, run_layer, run_net
 
 
@@ -90,6 +91,7 @@ def test_spp_refuses_4d(caplog):
 def test_spp_in_vulkan_net():
     x = randn(rng("spp-vk"), (4, 9, 11))
     expected = reference(x, 1, 3)
-    ret, got = run_net(make_param("SPP", {0: 1, 1: 3}, [x.shape]), make_bin([]), [x], use_vulkan=True)
+    # between two GPU layers: the net downloads, runs SPP on the CPU, uploads
+    ret, got = run_net(sandwich_param("SPP", {0: 1, 1: 3}, [x.shape], 1), make_bin([]), [x], use_vulkan=True)
     assert ret == 0
     assert_close(got[0], expected, 1e-6, "SPP vulkan net")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, randn, rng
 
 PATHS = ("layer", "net")
@@ -27,4 +28,4 @@ def test_statisticspooling_defaults():
 @pytest.mark.gpu
 def test_statisticspooling_in_vulkan_net():
     x = randn(rng("statpool-vk"), (6, 9, 11), 2.0)
-    check_layer("StatisticsPooling", {0: 1}, [], [x], paths=("net",), use_vulkan=True)
+    check_in_vulkan_net("StatisticsPooling", {0: 1}, [], [x])

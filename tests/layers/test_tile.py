@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pytest
+from _vulkan_sandwich import check_in_vulkan_net
 from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
@@ -89,4 +90,4 @@ def test_tile_axis_out_of_range(caplog, shape, axis):
 @pytest.mark.gpu
 def test_tile_in_vulkan_net():
     x = randn(rng("tile-vk"), (3, 5, 6))
-    check_layer("Tile", {2: [2, 1, 3]}, [], [x], paths=("net",), use_vulkan=True, tol=0.0)
+    check_in_vulkan_net("Tile", {2: [2, 1, 3]}, [], [x], tol=0.0)
