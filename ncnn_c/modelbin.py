@@ -1,7 +1,8 @@
 """ModelBin: the weight stream a layer's ``load_model`` pulls its Mats from.
 
 Weights in a .bin are concatenated buffers, each 4-byte aligned. With ``type == 0`` a
-buffer starts with a storage flag: tag 0 → fp32, tag 0x01306B47 → fp16, any other
+buffer starts with a storage flag: tag 0 → fp32, tag 0x01306B47 → fp16, tag 0x000D4B38 →
+int8 (an int8 Mat of elemsize 1, for the quantized layers), tag 0x0002C056 → fp32, any other
 non-zero flag → 8-bit quantised (a 256-float table, then one uint8 index per value).
 ``type == 1`` is raw fp32 with no flag. Failures return an empty Mat and log where.
 """
@@ -18,6 +19,8 @@ from .mat import Mat
 log = logging.getLogger("ncnn_c")
 
 FP16_TAG = 0x01306B47
+INT8_TAG = 0x000D4B38
+RAW_SCALED_TAG = 0x0002C056
 _BIG_ENDIAN = sys.byteorder == "big"
 # up to this size a weight's buffer is allocated before its bytes are read; larger ones only
 # once the reader says they exist (or after reading them), whatever count the param file gave
@@ -134,6 +137,13 @@ class ModelBinFromDataReader(ModelBin):
             if data is None:
                 return Mat()
             return _converted(data.view("<f2")[:w])
+        if tag == INT8_TAG:
+            data = self._take(_align4(w), "int8 weight")
+            if data is None:
+                return Mat()
+            return _int8(data[:w])
+        if tag == RAW_SCALED_TAG:  # raw fp32 "with extra scaling": the fp32 values follow
+            return self._fp32(w)
         if tag != 0:
             table = self._take(256 * 4, "int8 quantization table")
             if table is None:
@@ -150,6 +160,17 @@ def _truncated(what: str, start: int, need: int, got: int) -> None:
         "ModelBin: truncated %s at byte offset %d: need %d bytes, only %d left",
         what, start, need, got,
     )  # fmt: skip
+
+
+def _int8(data: np.ndarray) -> Mat:
+    """A new 1-D int8 Mat (elemsize 1) holding the bytes ``data``, as ncnn's int8 storage."""
+    if data.size == 0:
+        return Mat()
+    m = Mat(data.size, elemsize=1)
+    if m.empty():
+        return Mat()
+    m.raw()[: data.size] = data
+    return m
 
 
 def _converted(arr: np.ndarray) -> Mat:
