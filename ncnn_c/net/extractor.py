@@ -58,7 +58,10 @@ def _needs_unpack(m: Mat, layer: Layer | None = None) -> bool:
 class Extractor(VulkanForward):
     """ncnn::Extractor. ``opt`` is a copy of the net's Option, private to this extractor."""
 
-    def __init__(self, net: Net) -> None:
+    def __init__(self, net: Net | None = None) -> None:
+        if net is None:
+            # as ncnn's binding: extractors come from Net.create_extractor() only
+            raise TypeError("ncnn_c.Extractor: No constructor defined! Use Net.create_extractor()")
         self._net = net
         self.opt = net.opt.copy()
         n = len(net._blobs)
