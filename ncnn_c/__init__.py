@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -113,6 +114,83 @@ _EXPORTS.update(
 )
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:
+    # the names __getattr__ resolves, for type checkers and IDEs (``X as X``: re-exported)
+    from .allocator import Allocator as Allocator
+    from .allocator import PoolAllocator as PoolAllocator
+    from .allocator import UnlockedPoolAllocator as UnlockedPoolAllocator
+    from .cpu import cpu_support_arm_asimdhp as cpu_support_arm_asimdhp
+    from .cpu import cpu_support_arm_neon as cpu_support_arm_neon
+    from .cpu import cpu_support_arm_vfpv4 as cpu_support_arm_vfpv4
+    from .cpu import cpu_support_x86_avx as cpu_support_x86_avx
+    from .cpu import cpu_support_x86_avx2 as cpu_support_x86_avx2
+    from .cpu import get_big_cpu_count as get_big_cpu_count
+    from .cpu import get_cpu_count as get_cpu_count
+    from .cpu import get_cpu_powersave as get_cpu_powersave
+    from .cpu import get_kmp_blocktime as get_kmp_blocktime
+    from .cpu import get_little_cpu_count as get_little_cpu_count
+    from .cpu import get_omp_dynamic as get_omp_dynamic
+    from .cpu import get_omp_num_threads as get_omp_num_threads
+    from .cpu import get_omp_thread_num as get_omp_thread_num
+    from .cpu import get_physical_big_cpu_count as get_physical_big_cpu_count
+    from .cpu import get_physical_cpu_count as get_physical_cpu_count
+    from .cpu import get_physical_little_cpu_count as get_physical_little_cpu_count
+    from .cpu import set_cpu_powersave as set_cpu_powersave
+    from .cpu import set_kmp_blocktime as set_kmp_blocktime
+    from .cpu import set_omp_dynamic as set_omp_dynamic
+    from .cpu import set_omp_num_threads as set_omp_num_threads
+    from .datareader import DataReader as DataReader
+    from .datareader import DataReaderFromEmpty as DataReaderFromEmpty
+    from .datareader import DataReaderFromMemory as DataReaderFromMemory
+    from .datareader import DataReaderFromStdio as DataReaderFromStdio
+    from .gpu.command import VkCompute as VkCompute
+    from .gpu.device import GpuInfo as GpuInfo
+    from .gpu.device import VulkanDevice as VulkanDevice
+    from .gpu.device import create_gpu_instance as create_gpu_instance
+    from .gpu.device import destroy_gpu_instance as destroy_gpu_instance
+    from .gpu.device import get_default_gpu_index as get_default_gpu_index
+    from .gpu.device import get_gpu_count as get_gpu_count
+    from .gpu.device import get_gpu_device as get_gpu_device
+    from .gpu.device import get_gpu_info as get_gpu_info
+    from .gpu.pipeline import Pipeline as Pipeline
+    from .gpu.pipelinecache import PipelineCache as PipelineCache
+    from .gpu.vkallocator import VkAllocator as VkAllocator
+    from .gpu.vkallocator import VkBlobAllocator as VkBlobAllocator
+    from .gpu.vkallocator import VkBufferMemory as VkBufferMemory
+    from .gpu.vkallocator import VkImageMemory as VkImageMemory
+    from .gpu.vkallocator import VkStagingAllocator as VkStagingAllocator
+    from .gpu.vkallocator import VkWeightAllocator as VkWeightAllocator
+    from .gpu.vkallocator import VkWeightStagingAllocator as VkWeightStagingAllocator
+    from .gpu.vkmat import VkMat as VkMat
+    from .layer import Layer as Layer
+    from .layer import create_layer as create_layer
+    from .layer import layer_to_index as layer_to_index
+    from .mat import Mat as Mat
+    from .mat_ops import BorderType as BorderType
+    from .mat_ops import cast_bfloat16_to_float32 as cast_bfloat16_to_float32
+    from .mat_ops import cast_float16_to_float32 as cast_float16_to_float32
+    from .mat_ops import cast_float32_to_bfloat16 as cast_float32_to_bfloat16
+    from .mat_ops import cast_float32_to_float16 as cast_float32_to_float16
+    from .mat_ops import cast_int8_to_float32 as cast_int8_to_float32
+    from .mat_ops import convert_packing as convert_packing
+    from .mat_ops import copy_cut_border as copy_cut_border
+    from .mat_ops import copy_cut_border_3d as copy_cut_border_3d
+    from .mat_ops import copy_make_border as copy_make_border
+    from .mat_ops import copy_make_border_3d as copy_make_border_3d
+    from .mat_ops import flatten as flatten
+    from .mat_ops import quantize_to_int8 as quantize_to_int8
+    from .mat_ops import resize_bicubic as resize_bicubic
+    from .mat_ops import resize_bilinear as resize_bilinear
+    from .mat_ops import resize_nearest as resize_nearest
+    from .modelbin import ModelBin as ModelBin
+    from .modelbin import ModelBinFromDataReader as ModelBinFromDataReader
+    from .modelbin import ModelBinFromMatArray as ModelBinFromMatArray
+    from .net import Blob as Blob
+    from .net import Extractor as Extractor
+    from .net import Net as Net
+    from .option import Option as Option
+    from .paramdict import ParamDict as ParamDict
 
 
 def __getattr__(name: str):

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import copy
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .gpu.pipelinecache import PipelineCache
 
 # The flags that change generated shader code. Their order is part of the pipeline
 # cache file format (SPIR-V entry keys, digests): appending is fine, reordering or
@@ -81,7 +85,7 @@ class Option:
         self.blob_vkallocator = None
         self.workspace_vkallocator = None
         self.staging_vkallocator = None
-        self.pipeline_cache = None
+        self.pipeline_cache: PipelineCache | None = None
 
         self.kvcache_allocator = None
         self.kvcache_vkallocator = None

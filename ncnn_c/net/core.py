@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .. import layer as layer_mod
@@ -55,7 +56,7 @@ class Net:
         # load_model: threads creating the GPU layers' pipelines (None: decided per load, see
         # _pipeline_threads), and a callable(done, total) told after each layer's pipelines
         self.pipeline_threads: int | None = None
-        self.load_progress = None
+        self.load_progress: Callable[[int, int], None] | None = None
         # executor caches, rebuilt when the graph or its layers change
         self._blob_by_name: dict[str, int] = {}
         self._plans: dict[int, Plan] = {}

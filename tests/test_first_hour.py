@@ -1,0 +1,76 @@
+"""What a new user meets in the first hour: types in an IDE, the hints a wrong file or a wrong
+array gets, the packaging extras the README's commands need.
+
+The command-line side (preprocessing shown, device reported, pipes, help) is in test_cli.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import MODELS, ROOT
+
+import ncnn_c as ncnn
+
+PARAM = MODELS / "squeezenet_v1.1.param"
+PARAM_BIN = MODELS / "squeezenet_v1.1.param.bin"
+BIN = MODELS / "squeezenet_v1.1.bin"
+
+
+# ------------------------------------------------------------------ types
+
+
+def test_every_lazy_name_is_visible_to_type_checkers():
+    tree = ast.parse((ROOT / "ncnn_c" / "__init__.py").read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    imported = {
+        (a.name, a.asname, (n.module or "").lstrip("."))
+        for n in guarded.body
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    }
+    # ``X as X``: an explicit re-export, also under mypy's --no-implicit-reexport
+    assert {(name, name, mod) for name, mod in ncnn._EXPORTS.items()} == imported
+
+
+def test_mypy_sees_the_public_classes(tmp_path):
+    pytest.importorskip("mypy")
+    snippet = tmp_path / "user_code.py"
+    snippet.write_text(
+        "import ncnn_c\n"
+        "net = ncnn_c.Net()\n"
+        "reveal_type(net)\n"
+        "reveal_type(ncnn_c.Mat(3))\n"
+        "reveal_type(ncnn_c.get_gpu_device(0))\n"
+        "reveal_type(net.create_extractor())\n"
+        "reveal_type(ncnn_c.Option().pipeline_cache)\n"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-error-summary",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(snippet),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    revealed = re.findall(r'Revealed type is "(.*)"', r.stdout)
+    assert len(revealed) == 5, r.stdout + r.stderr
+    assert not any(t == "Any" for t in revealed), revealed
+    assert revealed[0] == "ncnn_c.net.core.Net"
+    assert revealed[1].endswith(".Mat")
+    assert "VulkanDevice | None" in revealed[2]
+    assert revealed[3].endswith(".Extractor")
+    assert "PipelineCache" in revealed[4]
