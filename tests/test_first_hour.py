@@ -74,3 +74,40 @@ def test_mypy_sees_the_public_classes(tmp_path):
     assert "VulkanDevice | None" in revealed[2]
     assert revealed[3].endswith(".Extractor")
     assert "PipelineCache" in revealed[4]
+
+
+# ------------------------------------------------------------------ hints: arrays
+
+
+@pytest.fixture(scope="module")
+def squeezenet():
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = False
+    assert net.load_param(str(PARAM)) == 0 and net.load_model(str(BIN)) == 0
+    return net
+
+
+def _ncnn_records(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "ncnn_c" and r.levelno >= logging.WARNING]
+
+
+def test_a_raw_ndarray_given_to_input_says_wrap_it(squeezenet):
+    ex = squeezenet.create_extractor()
+    with pytest.raises(TypeError, match=r"wrap it with ncnn\.Mat"):
+        ex.input("data", np.zeros((3, 227, 227), np.float32))
+    with pytest.raises(TypeError, match="expected an ncnn_c.Mat, got list$"):
+        ex.input("data", [1.0])
+
+
+def test_an_hwc_array_gets_one_hint_and_still_runs(squeezenet, caplog):
+    ex = squeezenet.create_extractor()
+    hwc = np.zeros((227, 227, 3), np.float32)
+    with caplog.at_level(logging.WARNING, "ncnn_c"):
+        assert ex.input("data", ncnn.Mat(hwc)) == 0
+    (msg,) = _ncnn_records(caplog)
+    assert "Mats are CHW: transpose" in msg and "Mat.from_pixels" in msg
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "ncnn_c"):  # CHW: no hint
+        assert ex.input("data", ncnn.Mat(np.zeros((3, 227, 227), np.float32))) == 0
+        assert ex.input("data", ncnn.Mat(np.zeros((16, 8, 3), np.float32))) == 0  # c=16 h=8 w=3: plausible
+    assert _ncnn_records(caplog) == []

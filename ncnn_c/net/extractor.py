@@ -162,11 +162,23 @@ class Extractor(VulkanForward):
 
     # -- input / extract ----------------------------------------------------------------------
     def input(self, key, mat: Mat) -> int:
+        """Feed blob ``key`` (its name, or its index) with ``mat``: 0, or -1 (logged) when the
+        net has no such blob. The Mat is shared, not copied: keep it unchanged until the
+        extracts that need it are done. Mats are CHW (numpy shape ``(c, h, w)``); an image as
+        an HWC array goes in through ``Mat.from_pixels``. Not a Mat: TypeError, as ncnn's."""
         if not isinstance(mat, Mat):
-            raise TypeError(f"input(): expected a Mat, got {type(mat).__name__}")
+            hint = ": wrap it with ncnn.Mat(array)" if isinstance(mat, np.ndarray) else ""
+            raise TypeError(f"input(): expected an ncnn_c.Mat, got {type(mat).__name__}{hint}")
         index = self._blob_index(key, "input")
         if index < 0:
             return -1
+        # an image is at least 32 pixels a side; a small CHW feature map with w=3 is no image
+        if mat.dims == 3 and mat.w in (3, 4) and mat.c not in (3, 4) and min(mat.h, mat.c) >= 32:
+            log.warning(
+                "input %r: a Mat of c=%d h=%d w=%d looks like an HWC image; Mats are CHW: "
+                "transpose the array (arr.transpose(2, 0, 1)) or use Mat.from_pixels",
+                key, mat.c, mat.h, mat.w,
+            )  # fmt: skip
         m = Mat()
         m.share_from(mat)
         self._mats[index] = m
