@@ -257,15 +257,31 @@ class Extractor(VulkanForward):
                 if self._mats[s] is None and self._vkmats[s] is None:
                     missing = s
                     break
+        unfed: list[int] = []
         if missing >= 0:
-            return self._no_data(missing)
+            # ncnn runs an Input blob nobody fed as an empty Mat (an LLM's first step gives no
+            # kv cache); the hint comes with the failure when a layer cannot take that
+            unfed = [s for s in plan.sources if self._mats[s] is None and self._vkmats[s] is None]
+            if any(net._blobs[s].producer < 0 for s in unfed):
+                return self._no_data(missing)
+            for s in unfed:
+                self._mats[s] = Mat()
         opts = self._layer_options()
         light = bool(self.opt.lightmode)
         self._partial = True
         for li in order:
             ret = step(li, opts[li], light)
             if ret != 0:
+                for s in unfed:
+                    self._no_data(s)
                 return ret
+        if unfed:
+            out = self._mats[index]
+            if out is None or out.empty():
+                # nothing came of the empty inputs: the caller most likely forgot them
+                for s in unfed:
+                    self._no_data(s)
+                return -1
         return 0
 
     # -- CPU forward ---------------------------------------------------------------------------
