@@ -4,7 +4,8 @@ Weights in a .bin are concatenated buffers, each 4-byte aligned. With ``type == 
 buffer starts with a storage flag: tag 0 → fp32, tag 0x01306B47 → fp16, tag 0x000D4B38 →
 int8 (an int8 Mat of elemsize 1, for the quantized layers), tag 0x0002C056 → fp32, any other
 non-zero flag → 8-bit quantised (a 256-float table, then one uint8 index per value).
-``type == 1`` is raw fp32 with no flag. Failures return an empty Mat and log where.
+``type == 1`` is raw fp32 with no flag. Failures return an empty Mat and log where, with
+``error`` saying why; ``Net.load_model`` logs that reason itself, naming the layer.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ _BIG_ENDIAN = sys.byteorder == "big"
 # up to this size a weight's buffer is allocated before its bytes are read; larger ones only
 # once the reader says they exist (or after reading them), whatever count the param file gave
 _TRUSTED_BYTES = 1 << 24
+# how a .param starts, text and binary: a .param handed over as the weights
+_TEXT_PARAM_HEAD = b"7767"
+_BINARY_PARAM_HEAD = (7767517).to_bytes(4, "little")
 
 
 def _align4(n: int) -> int:
@@ -66,9 +70,34 @@ class ModelBinFromDataReader(ModelBin):
     and 8-bit buffers are read into a scratch array and converted into the Mat in one pass.
     """
 
-    def __init__(self, dr) -> None:
+    def __init__(self, dr, log_errors: bool = True) -> None:
         self.dr = dr
         self.offset = 0
+        # why a load failed (the last failure), and whether because the data ended; logged
+        # here unless the caller reports it (Net.load_model does, naming the layer)
+        self.error: str | None = None
+        self.truncated = False
+        self._log_errors = log_errors
+
+    def _fail(self, message: str, truncated: bool = False) -> None:
+        self.error, self.truncated = message, truncated
+        if self._log_errors:
+            log.error("ModelBin: %s", message)
+
+    def _truncated(self, what: str, start: int, need: int, got: int) -> None:
+        self._fail(f"truncated {what} at byte offset {start}: need {need} bytes, only {got} left", True)
+
+    def _swapped(self, head: bytes) -> bool:
+        """Whether the data read first is a .param's magic (the files given the wrong way
+        round): then the load fails with a message saying so, not with garbage weights."""
+        if head[:4] == _TEXT_PARAM_HEAD:
+            kind = "a text .param (7767517)"
+        elif head[:4] == _BINARY_PARAM_HEAD:
+            kind = "a binary .param.bin"
+        else:
+            return False
+        self._fail(f"the data starts like {kind}, not weights: are the .param and the .bin swapped?")
+        return True
 
     def _read(self, out: np.ndarray, what: str) -> bool:
         """Fill the uint8 array ``out``; False (logged) when the data ends first."""
@@ -76,7 +105,7 @@ class ModelBinFromDataReader(ModelBin):
         got = self.dr.read_into(out)
         self.offset += got
         if got != out.size:
-            _truncated(what, start, out.size, got)
+            self._truncated(what, start, out.size, got)
             return False
         return True
 
@@ -99,7 +128,7 @@ class ModelBinFromDataReader(ModelBin):
         data = self.dr.read_bytes(nbytes)
         self.offset += len(data)
         if len(data) != nbytes:
-            _truncated(what, start, nbytes, len(data))
+            self._truncated(what, start, nbytes, len(data))
             return None
         return np.frombuffer(data, dtype=np.uint8)
 
@@ -120,16 +149,20 @@ class ModelBinFromDataReader(ModelBin):
 
     def load_1d(self, w: int, type_: int) -> Mat:
         if w < 0:
-            log.error("ModelBin: negative weight count %d at byte offset %d", w, self.offset)
+            self._fail(f"negative weight count {w} at byte offset {self.offset}")
             return Mat()
+        first = self.offset == 0
         if type_ == 1:
-            return self._fp32(w)
+            m = self._fp32(w)
+            if first and not m.empty() and self._swapped(m.raw()[:4].tobytes()):
+                return Mat()
+            return m
         if type_ != 0:
-            log.error("ModelBin: unknown load type %d at byte offset %d", type_, self.offset)
+            self._fail(f"unknown load type {type_} at byte offset {self.offset}")
             return Mat()
 
         flag_bytes = self._take(4, "weight flag")
-        if flag_bytes is None:
+        if flag_bytes is None or (first and self._swapped(flag_bytes.tobytes())):
             return Mat()
         tag = int(flag_bytes.view("<u4")[0])
         if tag == FP16_TAG:
@@ -153,13 +186,6 @@ class ModelBinFromDataReader(ModelBin):
                 return Mat()
             return _converted(np.take(table.view("<f4"), idx[:w]))
         return self._fp32(w)
-
-
-def _truncated(what: str, start: int, need: int, got: int) -> None:
-    log.error(
-        "ModelBin: truncated %s at byte offset %d: need %d bytes, only %d left",
-        what, start, need, got,
-    )  # fmt: skip
 
 
 def _int8(data: np.ndarray) -> Mat:

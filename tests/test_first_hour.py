@@ -111,3 +111,69 @@ def test_an_hwc_array_gets_one_hint_and_still_runs(squeezenet, caplog):
         assert ex.input("data", ncnn.Mat(np.zeros((3, 227, 227), np.float32))) == 0
         assert ex.input("data", ncnn.Mat(np.zeros((16, 8, 3), np.float32))) == 0  # c=16 h=8 w=3: plausible
     assert _ncnn_records(caplog) == []
+
+
+# ------------------------------------------------------------------ hints: model files
+
+
+def _load(caplog, method: str, src, param=None) -> tuple[int, list[str]]:
+    """(ret, the ncnn_c warnings and errors) of one Net load call."""
+    net = ncnn.Net()
+    net.opt.use_vulkan_compute = False
+    if param is not None:
+        assert net.load_param(str(param)) == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "ncnn_c"):
+        ret = getattr(net, method)(src)
+    return ret, _ncnn_records(caplog)
+
+
+@pytest.mark.parametrize(
+    "method, path, hint",
+    [
+        ("load_param", BIN, "binary data, a .bin: are the .param and the .bin swapped?"),
+        ("load_param", PARAM_BIN, "it is a binary .param.bin: load it with load_param_bin"),
+        ("load_param_bin", PARAM, "this is a text .param: load it with load_param"),
+        ("load_param_bin", BIN, "are the .param.bin and the .bin swapped?"),
+    ],
+)
+def test_a_param_loader_given_the_wrong_file_says_which(caplog, method, path, hint):
+    ret, msgs = _load(caplog, method, str(path))
+    assert ret == -1
+    (msg,) = msgs
+    assert msg.startswith(f"{method}: ") and hint in msg
+
+
+@pytest.mark.parametrize("path, kind", [(PARAM, "a text .param"), (PARAM_BIN, "a binary .param.bin")])
+def test_load_model_given_the_param_says_swapped(caplog, path, kind):
+    ret, msgs = _load(caplog, "load_model", str(path), param=PARAM)
+    assert ret == -1
+    (msg,) = msgs
+    assert f"starts like {kind}" in msg and "are the .param and the .bin swapped?" in msg
+
+
+def test_a_bin_longer_than_the_model_loads_with_a_warning(caplog, tmp_path):
+    weights = BIN.read_bytes()
+    ret, msgs = _load(caplog, "load_model", str(BIN), param=PARAM)
+    assert ret == 0 and msgs == []  # the matching pair: not a word
+    longer = tmp_path / "longer.bin"
+    longer.write_bytes(weights + bytes(100))
+    for src in (str(longer), weights + bytes(100)):  # a file, and memory
+        ret, msgs = _load(caplog, "load_model", src, param=PARAM)
+        assert ret == 0
+        (msg,) = msgs
+        assert f"100 trailing bytes after the last weight (byte offset {len(weights)})" in msg
+        assert "does not match the .param" in msg
+    # zero weights (structure only) have no end: no warning
+    ret, msgs = _load(caplog, "load_model", ncnn.DataReaderFromEmpty(), param=PARAM)
+    assert ret == 0 and msgs == []
+
+
+def test_a_short_bin_names_the_layer_where_it_ended(caplog):
+    weights = BIN.read_bytes()
+    ret, msgs = _load(caplog, "load_model", weights[:-1000], param=PARAM)
+    assert ret == -1
+    (msg,) = msgs
+    assert msg.startswith("load_model: the .bin ended at layer #") and "it does not match the .param" in msg
+    ret, msgs = _load(caplog, "load_model", b"", param=PARAM)
+    assert ret == -1 and len(msgs) == 1 and "'conv1'" in msgs[0]

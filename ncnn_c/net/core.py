@@ -311,7 +311,7 @@ class Net:
             log.error("load_model: no layers, call load_param first")
             return -1
         self._destroy_pipelines()
-        mb = ModelBinFromDataReader(dr)
+        mb = ModelBinFromDataReader(dr, log_errors=False)  # _read_weights logs, naming the layer
 
         # the device first: with a pool, GPU layers build while later weights are still read
         use_vk = bool(self.opt.use_vulkan_compute) and self._acquire_vkdev() is not None
@@ -340,15 +340,33 @@ class Net:
         if gpu is not None and vulkan_forward.create_layout_pipeline(self) != 0:
             return -1
         self._gpu_ready = use_vk
+        left = dr.remaining_bytes()
+        if left:  # ncnn loads such a file silently, and its later layers get garbage weights
+            log.warning(
+                "load_model: %d trailing bytes after the last weight (byte offset %d): "
+                "the .bin does not match the .param",
+                left, mb.offset,
+            )  # fmt: skip
         return 0
 
     def _read_weights(self, mb, i: int, layer) -> int:
+        """One layer's load_model; a failure is one log line, with ModelBin's reason."""
         start = mb.offset
+        mb.error, mb.truncated = None, False
         ret = call_hook(layer.load_model, mb)
         if ret != 0:
-            log.error(
-                "load_model: %s failed to load its weights (%s) at byte offset %d", desc(i, layer), ret, start
-            )
+            if mb.truncated:
+                log.error(
+                    "load_model: the .bin ended at %s: it does not match the .param (%s)",
+                    desc(i, layer), mb.error,
+                )  # fmt: skip
+            else:
+                log.error(
+                    "load_model: %s failed to load its weights (%s) at byte offset %d%s",
+                    desc(i, layer), ret, start, f": {mb.error}" if mb.error else "",
+                )  # fmt: skip
+        elif mb.error:  # the layer went on without that weight: still worth a line
+            log.warning("load_model: %s: %s", desc(i, layer), mb.error)
         return ret
 
     def _load_serial(self, mb, gpu, opts: list, on_gpu: list[int]) -> int:

@@ -107,11 +107,30 @@ def gc_paused():
             gc.enable()
 
 
+_BINARY_MAGIC = PARAM_MAGIC.to_bytes(4, "little")
+_TEXT_MAGIC = str(PARAM_MAGIC).encode()
+
+
+def _not_text_hint(raw: bytes, size: int | None) -> str:
+    """What a file that is no text .param probably is: a .param.bin, or the weights."""
+    if raw == _BINARY_MAGIC[:3] and (size is None or size > 4):  # read_text stops at its NUL
+        return ": it is a binary .param.bin: load it with load_param_bin"
+    binary = (not raw and bool(size)) or any(b < 9 or 13 < b < 32 for b in raw[:256])
+    if binary or raw[:256].decode("utf-8", errors="replace").count("\ufffd") > 2:
+        return ": it looks like binary data, a .bin: are the .param and the .bin swapped?"
+    return ""
+
+
 def parse_text(dr, graph: Graph, net) -> None:
     """Fill ``graph`` from a text .param; ``net`` resolves type names and creates layers."""
+    size = dr.remaining_bytes()
     raw = dr.read_text(MAX_PARAM_TEXT)
     if raw is None:
         raise ModelFormatError(f"param text larger than {MAX_PARAM_TEXT} bytes")
+    if not raw.lstrip().startswith(_TEXT_MAGIC):
+        hint = _not_text_hint(raw, size)
+        if hint:
+            raise ModelFormatError(f"not a text .param{hint}")
     text = raw.decode("utf-8", errors="replace")
     del raw
     # plain strings, numbered on the fly: a (number, line) pair per line cost ~90 B a layer
@@ -229,7 +248,13 @@ def parse_binary(dr, graph: Graph, net) -> None:
 
     magic = read_int("magic")
     if magic != PARAM_MAGIC:
-        raise ModelFormatError(f"bad magic {magic}, expected {PARAM_MAGIC}")
+        head = magic.to_bytes(4, "little", signed=True)
+        hint = (
+            ": this is a text .param: load it with load_param"
+            if head == _TEXT_MAGIC[:4]
+            else ": is it the .bin (weights)? are the .param.bin and the .bin swapped?"
+        )
+        raise ModelFormatError(f"bad magic {magic}, expected {PARAM_MAGIC}{hint}")
     layer_count = read_int("layer count")
     blob_count = read_int("blob count")
     check_counts(layer_count, blob_count)
