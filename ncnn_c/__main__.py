@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help)
@@ -21,8 +22,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ncnn_c", description="ncnn_c command-line tools")
+def program_name() -> str:
+    """How the user ran us, for usage lines: the console script's name, or ``python -m ncnn_c``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not name or name in ("__main__.py", "-c", "-m") or name.startswith("python"):
+        return "python -m ncnn_c"
+    return name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog or program_name(), description="ncnn_c command-line tools")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
         mod = importlib.import_module(module)
@@ -34,7 +43,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # usage errors exit with 2
-    return int(args._run(args))
+    try:
+        code = int(args._run(args))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`ncnn_c run --json | head`): stop quietly, as a shell tool
+        # does; stdout goes to /dev/null so that the interpreter's last flush is quiet too
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # no real file descriptor (an in-process caller)
+            pass
+        return 1
+    return code
 
 
 if __name__ == "__main__":

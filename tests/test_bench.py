@@ -80,13 +80,22 @@ def test_parse_shape():
 
 def test_progress_line_only_after_a_second():
     s = io.StringIO()
-    p = Progress(10, "bench m", stream=s)
+    p = Progress(10, "bench m", stream=s, tty=True)
     p.update(1)
     assert s.getvalue() == ""  # a short run stays quiet
     p.start -= 2.0
     p.update(5)
     p.close()
     assert re.fullmatch(r"\rbench m: 5/10 runs, 2\.\d s\n", s.getvalue())
+
+
+def test_no_progress_line_off_a_terminal():
+    s = io.StringIO()  # a log file or a pipe: no carriage-return frames in it
+    p = Progress(10, "bench m", stream=s)
+    p.start -= 2.0
+    p.update(5)
+    p.close()
+    assert s.getvalue() == ""
 
 
 def test_module_entry_point():

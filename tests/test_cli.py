@@ -8,6 +8,7 @@ test's temporary directory.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -43,6 +44,7 @@ def inproc(*args, tmp: Path, capsys, monkeypatch) -> tuple[int, str, str]:
 
     monkeypatch.setenv("NCNN_C_CACHE_DIR", str(tmp / "user-cache"))
     monkeypatch.chdir(tmp)
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/ncnn_c"])  # as the console script runs
     capsys.readouterr()
     try:
         code = main([str(a) for a in args])
@@ -71,7 +73,16 @@ def test_help_lists_every_command(tmp_path):
 def test_every_command_has_help(command, tmp_path, capsys, monkeypatch):
     code, out, _ = inproc(command, "--help", tmp=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0
-    assert re.sub(r"\s+", " ", out).startswith(f"usage: python -m ncnn_c {command}")
+    assert re.sub(r"\s+", " ", out).startswith(f"usage: ncnn_c {command}")
+
+
+def test_usage_names_the_program_as_it_was_run(tmp_path):
+    assert ok("--help", tmp=tmp_path).startswith("usage: python -m ncnn_c ")
+    script = "import sys; from ncnn_c.__main__ import main; sys.argv[0] = '/opt/bin/ncnn_c'; sys.exit(main())"
+    r = subprocess.run(
+        [sys.executable, "-c", script, "run", "--help"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert r.returncode == 0 and r.stdout.startswith("usage: ncnn_c run "), r.stdout + r.stderr
 
 
 @pytest.mark.parametrize(
@@ -154,6 +165,10 @@ def _oracle_scores() -> np.ndarray:
 
 def test_run_classifies_with_labels_like_the_oracle(tmp_path):
     r = json.loads(ok("run", PARAM, BIN, IMAGE, "--json", tmp=tmp_path))
+    source = r["input"].pop("source")
+    assert source["size"] == "the model's Input layer" and source["mean"].startswith(
+        "default for a model file"
+    )
     assert r["input"] == {
         "blob": "data",
         "w": 227,
@@ -181,6 +196,12 @@ def test_run_options_change_the_input(tmp_path):
            tmp=tmp_path)
     )  # fmt: skip
     # an explicit size overrides the Input layer's; SqueezeNet's global pooling takes any size
+    assert r["input"].pop("source") == {
+        "size": "--size",
+        "order": "--rgb",
+        "mean": "--mean",
+        "norm": "--norm",
+    }
     assert r["input"] == {
         "blob": "data",
         "w": 200,
@@ -320,3 +341,109 @@ def test_capi_build_into_a_directory(tmp_path):
     out = ok("capi", "--build", "--build-dir", tmp_path / "lib", tmp=tmp_path)
     assert Path(out.split()[-1]) == tmp_path / "lib" / "libncnn_c.so"
     assert (tmp_path / "lib" / "ncnn_c.pc").is_file()
+
+
+# ------------------------------------------------------------------ the first hour
+
+
+def test_run_prints_the_preprocessing_and_where_each_value_came_from(tmp_path):
+    r = cli("run", PARAM, BIN, IMAGE, "--top", "1", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("ncnn_c run: preprocessing of input 'data'")
+    rows = {line.split()[0]: line for line in lines[1:5]}
+    assert re.match(r"\s+size\s+227x227\s+the model's Input layer$", rows["size"])
+    assert re.match(r"\s+order\s+BGR\s+default: .*--rgb for RGB", rows["order"])
+    assert re.match(
+        r"\s+mean\s+104,117,123\s+default for a model file named squeezenet\*.*--mean", rows["mean"]
+    )
+    assert re.match(r"\s+norm\s+none\s+\(--norm", rows["norm"])
+    assert "preprocessing" not in r.stdout  # stdout stays the result
+
+
+def test_a_renamed_model_says_it_gets_no_mean(tmp_path):
+    # the file-name default is the only one: a renamed SqueezeNet runs without a mean, and says so
+    d = tmp_path / "model"
+    d.mkdir()
+    shutil.copy(PARAM, d / "classifier.param")
+    r = cli("run", d / "classifier.param", BIN, IMAGE, "--json", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    pre = json.loads(r.stdout)["input"]
+    assert pre["mean"] == [] and "--mean B,G,R" in pre["source"]["mean"]
+    assert re.search(r"^\s+mean\s+none\s+\(--mean B,G,R", r.stderr, re.M)
+    r = cli("run", d / "classifier.param", BIN, IMAGE, "--mean", "104,117,123", "--json", tmp=tmp_path)
+    assert json.loads(r.stdout)["outputs"][0]["top"][0]["class"] == 532  # as the original name gives
+
+
+def test_a_missing_pillow_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import fails as if Pillow were not installed
+    code, out, err = inproc("run", PARAM, BIN, IMAGE, tmp=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1 and "reading images needs Pillow: pip install 'ncnn_c[image]'" in err
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [d.lower() for d in extras["image"]] == ["pillow"]
+
+
+def _no_gpu_env() -> dict[str, str]:
+    """A Vulkan loader that finds no driver: the machine as one without a GPU."""
+    return {"VK_ICD_FILENAMES": "/nonexistent/icd.json", "VK_DRIVER_FILES": "/nonexistent/icd.json"}
+
+
+def test_bench_reports_the_device_that_ran(tmp_path, monkeypatch):
+    for k, v in _no_gpu_env().items():
+        monkeypatch.setenv(k, v)
+    r = cli("bench", PARAM, "--device", "vulkan", "--loops", "1", "--input", "32x32x3", tmp=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ", cpu, input 32x32x3)" in r.stdout and "vulkan" not in r.stdout
+    assert "no Vulkan device, running on the CPU" in r.stderr
+
+
+def test_run_without_a_gpu_prints_one_clear_line(tmp_path, monkeypatch):
+    for k, v in _no_gpu_env().items():
+        monkeypatch.setenv(k, v)
+    r = cli("run", PARAM, BIN, IMAGE, "--device", "vulkan", tmp=tmp_path)
+    assert r.returncode == 1 and not r.stdout
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("ncnn_c run: no Vulkan device") and "--device cpu" in line
+    assert "gpu index" not in line
+
+
+def test_run_on_a_gpu_index_out_of_range_says_how_many(tmp_path, capsys, monkeypatch):
+    import ncnn_c
+
+    n = ncnn_c.get_gpu_count()
+    code, _, err = inproc(
+        "run", PARAM, BIN, IMAGE, "--device", "vulkan", "--gpu", "99", tmp=tmp_path, capsys=capsys,
+        monkeypatch=monkeypatch,
+    )  # fmt: skip
+    assert code == 1
+    assert (
+        err.strip().splitlines()[-1].startswith("ncnn_c run: no Vulkan device")
+        and "invalid gpu index" not in err
+    )
+    if n:
+        assert f"this machine has {n}" in err
+
+
+def test_no_progress_bar_off_a_terminal(monkeypatch):
+    from ncnn_c.tools import run
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert run._progress(4, "run x") is None
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    # `ncnn_c run --json | head`: the reader is gone before the output is written
+    r_fd, w_fd = os.pipe()
+    os.close(r_fd)
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "ncnn_c", "run", PARAM, BIN, IMAGE, "--json"],
+            stdout=w_fd, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=300,
+            env=dict(os.environ, NCNN_C_CACHE_DIR=str(tmp_path / "user-cache")),
+        )  # fmt: skip
+    finally:
+        os.close(w_fd)
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr

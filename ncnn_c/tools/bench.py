@@ -7,7 +7,9 @@ Without a .bin every weight is zero (``DataReaderFromEmpty``), which is what ben
 latency does not depend on the values. Input shapes come from the Input layers' params
 unless ``--input`` gives them (once per input, in the order of the Input layers). Each loop
 creates an extractor, feeds the inputs and extracts every output blob. Prints min / median /
-max in ms on stdout; a progress line on stderr when the run takes longer than a second.
+max in ms on stdout, with the device that ran (``cpu`` when ``--device vulkan`` found no
+GPU); a progress line on stderr when the run takes longer than a second and stderr is a
+terminal.
 
 Exit codes: 0 done, 1 the model failed to load or to run, 2 usage error.
 
@@ -107,18 +109,23 @@ def lib_mats(lib, inputs):
 
 
 class Progress:
-    """A self-overwriting progress line on stderr, shown only once a run exceeds a second."""
+    """A self-overwriting progress line on stderr, shown only once a run exceeds a second
+    and only on a terminal (``tty``: None asks the stream): a log gets no carriage returns."""
 
-    def __init__(self, total: int, what: str, stream=None) -> None:
+    def __init__(self, total: int, what: str, stream=None, tty: bool | None = None) -> None:
         self.total, self.what = total, what
         self.stream = stream if stream is not None else sys.stderr
+        if tty is None:
+            isatty = getattr(self.stream, "isatty", None)
+            tty = bool(isatty()) if isatty is not None else False
+        self.tty = tty
         self.start = time.perf_counter()
         self.last = 0.0
         self.shown = False
 
     def update(self, done: int) -> None:
         now = time.perf_counter()
-        if now - self.start < 1.0 or (now - self.last < 0.5 and done < self.total):
+        if not self.tty or now - self.start < 1.0 or (now - self.last < 0.5 and done < self.total):
             return
         self.last = now
         self.shown = True
@@ -149,9 +156,14 @@ def load_ncnn_c(param: str, model: str | None, device: str, threads: int):
     weights = model if model is not None else ncnn_c.DataReaderFromEmpty()
     if net.load_model(weights) != 0:
         raise ModelError(f"cannot load the weights {model or '(zero weights)'} (see the message above)")
-    if device == "vulkan" and net.vulkan_device() is None:
+    if device == "vulkan" and not ran_on_gpu(net):
         print("bench: no Vulkan device, running on the CPU", file=sys.stderr)
     return net
+
+
+def ran_on_gpu(net) -> bool:
+    """Whether a loaded ncnn_c Net runs on Vulkan (it falls back to the CPU without a GPU)."""
+    return bool(net.opt.use_vulkan_compute) and net.vulkan_device() is not None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -183,6 +195,7 @@ def bench(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {args.model}")
     given = [parse_shape(s) for s in args.input] if args.input else None
     net = load_ncnn_c(args.param, args.model, args.device, args.threads)
+    device = "vulkan" if ran_on_gpu(net) else "cpu"  # what ran, not what was asked for
     shapes = resolve_shapes(input_specs(net), given)
     inputs = make_inputs(shapes)
     mats = lib_mats(ncnn_c, inputs)
@@ -203,7 +216,7 @@ def bench(args: argparse.Namespace) -> int:
     shape_text = " ".join("x".join(map(str, s)) for _, s in shapes)
     print(
         f"{Path(args.param).stem}  min = {lo:.2f} ms  median = {med:.2f} ms  max = {hi:.2f} ms"
-        f"  ({args.loops} loops, {args.threads} threads, {args.device}, input {shape_text})"
+        f"  ({args.loops} loops, {args.threads} threads, {device}, input {shape_text})"
     )
     return EXIT_OK
 

@@ -4,10 +4,12 @@
                          [--size WxH] [--mean B,G,R] [--norm B,G,R] [--rgb]
                          [--labels FILE] [--top K] [--cache URL | --no-cache] [--json]
 
-The image (any format Pillow reads) is resized to the model's input size (from its Input
-layer, else ``--size``), as packed BGR unless ``--rgb``, and ``--mean`` / ``--norm`` are
-applied as ``Mat.substract_mean_normalize`` does. For a model whose file name starts with
-``squeezenet`` the ImageNet mean 104,117,123 is the default.
+The image (any format Pillow reads: ``pip install 'ncnn_c[image]'``) is resized to the
+model's input size (``--size``, else its Input layer's, else 224x224), as packed BGR unless
+``--rgb``, and ``--mean`` / ``--norm`` are applied as ``Mat.substract_mean_normalize`` does.
+A model knows none of these, so they are printed on stderr (and in ``--json``'s ``input``)
+with where each came from. The one default taken from the model's file name: for a file
+named ``squeezenet*`` the mean is ImageNet's 104,117,123 (``--mean 0`` for none).
 
 Every output blob is printed with its shape and min / mean / max. An output of N scores
 whose labels file has N lines is classified: the top K with class names. The labels file is
@@ -24,11 +26,14 @@ Exit codes: 0 done, 1 the model or the image failed to load or to run, 2 usage e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +121,10 @@ def find_labels(param: str, given: str | None) -> list[str] | None:
 
 
 def _progress(total: int, desc: str):
-    """A tqdm bar on stderr that appears only once the work has taken a second."""
+    """A tqdm bar on stderr that appears only once the work has taken a second, and only
+    on a terminal: in a log its carriage-return frames are noise."""
+    if not sys.stderr.isatty():
+        return None
     try:
         from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # tqdm is optional: no bar
@@ -136,7 +144,7 @@ def _load_image(path: str, rgb: bool):
     try:
         from PIL import Image
     except ImportError:
-        raise Failure("reading images needs Pillow: pip install pillow") from None
+        raise Failure("reading images needs Pillow: pip install 'ncnn_c[image]'") from None
     try:
         with Image.open(path) as im:
             arr = np.asarray(im.convert("RGB"))
@@ -145,7 +153,8 @@ def _load_image(path: str, rgb: bool):
     return np.ascontiguousarray(arr if rgb else arr[:, :, ::-1])
 
 
-def _input_size(net, given: tuple[int, int] | None) -> tuple[str, int, int]:
+def _input_size(net, given: tuple[int, int] | None) -> tuple[str, int, int, str]:
+    """(input blob, w, h, where the size came from)."""
     from .bench import input_specs
 
     specs = input_specs(net)
@@ -153,10 +162,80 @@ def _input_size(net, given: tuple[int, int] | None) -> tuple[str, int, int]:
         raise Failure("the model has no Input layer")
     name, shape = specs[0]
     if given:
-        return name, given[0], given[1]
+        return name, given[0], given[1], "--size"
     if shape is not None and len(shape) == 3:
-        return name, shape[0], shape[1]
-    return name, 224, 224
+        return name, shape[0], shape[1], "the model's Input layer"
+    return name, 224, 224, "default: the Input layer gives no size (--size WxH to set it)"
+
+
+def _mean(args: argparse.Namespace) -> tuple[list[float], str]:
+    """(mean, where it came from): --mean, else the one file-name default, else none."""
+    if args.mean:
+        return _floats(args.mean, "--mean"), "--mean"
+    if Path(args.param).name.lower().startswith("squeezenet"):
+        return list(SQUEEZENET_MEAN), (
+            "default for a model file named squeezenet*: ImageNet's mean (--mean B,G,R to change, --mean 0 for none)"
+        )
+    return [], "(--mean B,G,R to subtract one)"
+
+
+def describe_preprocessing(pre: dict[str, Any]) -> str:
+    """The preprocessing of ``run``'s ``input`` entry as lines for stderr."""
+
+    def vals(v: list[float]) -> str:
+        return ",".join(f"{x:g}" for x in v) if v else "none"
+
+    src = pre["source"]
+    rows = [
+        ("size", f"{pre['w']}x{pre['h']}", src["size"]),
+        ("order", pre["order"], src["order"]),
+        ("mean", vals(pre["mean"]), src["mean"]),
+        ("norm", vals(pre["norm"]), src["norm"]),
+    ]
+    lines = [
+        f"ncnn_c run: preprocessing of input {pre['blob']!r} (a .param does not record it: check it is the model's):"
+    ]
+    lines += [f"  {k:<5} {v:<16} {how}" for k, v, how in rows]
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _quiet_log() -> Iterator[list[str]]:
+    """ncnn_c's log lines kept back (a list of their messages) while a device is probed:
+    the user sees one clear message instead of the library's internal ones."""
+    logger = logging.getLogger("ncnn_c")
+    kept: list[str] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        kept.append(record.getMessage())
+        return False
+
+    logger.addFilter(keep)
+    try:
+        yield kept
+    finally:
+        logger.removeFilter(keep)
+
+
+def _vulkan_device(index: int | None):
+    """The VulkanDevice to run on, or a Failure saying in one line why there is none."""
+    import ncnn_c as ncnn
+
+    with _quiet_log() as kept:
+        count = ncnn.get_gpu_count()
+        if count == 0:
+            why = f" ({kept[0]})" if kept else ""
+            raise Failure(f"no Vulkan device{why}: run with --device cpu; `ncnn_c info` lists the devices")
+        if index is not None and not 0 <= index < count:
+            raise Failure(
+                f"no Vulkan device {index}: this machine has {count} (--gpu 0..{count - 1}); "
+                "`ncnn_c info` lists them"
+            )
+        vkdev = ncnn.get_gpu_device(index)
+    if vkdev is None:
+        why = f": {kept[-1]}" if kept else ""
+        raise Failure(f"the Vulkan device could not be opened{why}; run with --device cpu")
+    return vkdev
 
 
 def infer(args: argparse.Namespace) -> dict[str, Any]:
@@ -165,10 +244,8 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
     import ncnn_c as ncnn
 
     size = _size(args.size)
-    mean = _floats(args.mean, "--mean")
+    mean, mean_source = _mean(args)
     norm = _floats(args.norm, "--norm")
-    if not mean and not args.mean and Path(args.param).name.lower().startswith("squeezenet"):
-        mean = list(SQUEEZENET_MEAN)
     if args.top <= 0:
         raise UsageError("--top must be positive")
     labels = find_labels(args.param, args.labels)
@@ -183,9 +260,7 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
         cache_loaded = False
         model_key = ""
         if args.device == "vulkan":
-            vkdev = ncnn.get_gpu_device(args.gpu)
-            if vkdev is None:
-                raise Failure("no Vulkan device (see `python -m ncnn_c info`); run with --device cpu")
+            vkdev = _vulkan_device(args.gpu)
             net.opt.use_vulkan_compute = True
             net.set_vulkan_device(vkdev)
             if not args.no_cache:
@@ -213,7 +288,22 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
         _step(bar, "weights")
         t1 = time.perf_counter()
 
-        in_name, w, h = _input_size(net, size)
+        in_name, w, h, size_source = _input_size(net, size)
+        pre: dict[str, Any] = {
+            "blob": in_name,
+            "w": w,
+            "h": h,
+            "mean": mean,
+            "norm": norm,
+            "order": "RGB" if args.rgb else "BGR",
+            "source": {
+                "size": size_source,
+                "order": "--rgb" if args.rgb else "default: ncnn's usual BGR (--rgb for RGB)",
+                "mean": mean_source,
+                "norm": "--norm" if norm else "(--norm B,G,R to scale after the mean)",
+            },
+        }
+        print(describe_preprocessing(pre), file=sys.stderr)
         pixels = _load_image(args.image, args.rgb)
         ptype = ncnn.Mat.PixelType.PIXEL_RGB if args.rgb else ncnn.Mat.PixelType.PIXEL_BGR
         mat = ncnn.Mat.from_pixels_resize(pixels, ptype, pixels.shape[1], pixels.shape[0], w, h)
@@ -255,14 +345,7 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "model": args.param,
         "device": args.device,
-        "input": {
-            "blob": in_name,
-            "w": w,
-            "h": h,
-            "mean": mean,
-            "norm": norm,
-            "order": "RGB" if args.rgb else "BGR",
-        },
+        "input": pre,
         "load_ms": (t1 - t0) * 1000,
         "inference_ms": (t2 - t1) * 1000,
         "outputs": outputs,
