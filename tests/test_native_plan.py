@@ -167,7 +167,7 @@ def test_outputs_come_from_the_blob_allocator():
 
 
 def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
-    # Interp has no native form yet: the plan runs convolution | Interp (numpy) | convolution
+    # UnaryOp floor has no oneDNN form: the plan runs convolution | floor (numpy) | convolution
     rng = np.random.default_rng(0)
     w1 = rng.standard_normal(8 * 3 * 9).astype(np.float32)
     w2 = rng.standard_normal(4 * 8 * 9).astype(np.float32)
@@ -177,7 +177,7 @@ def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
             "4 4",
             "Input in 0 1 data 0=16 1=16 2=3",
             "Convolution c1 1 1 data a 0=8 1=3 4=1 5=0 6=216 9=1",
-            "Interp up 1 1 a b 0=2 1=2.0 2=2.0",
+            "UnaryOp floor 1 1 a b 0=2",
             "Convolution c2 1 1 b out 0=4 1=3 4=1 5=0 6=288",
         ]
     )

@@ -70,9 +70,11 @@ class Dnnl:
         return Mem(self.ffi.gc(p[0], self.lib.dnnl_memory_destroy), md)
 
     # -- primitive descriptors ----------------------------------------------------------
-    def attr(self, eltwise: Sequence[tuple[str, float, float]] = ()):
-        """A primitive attribute with eltwise post-ops (``(alg, alpha, beta)``), or NULL."""
-        if not eltwise:
+    def attr(self, post: Sequence[tuple] = ()):
+        """A primitive attribute with post-ops, or NULL: ``(alg, alpha, beta)`` is an eltwise
+        post-op, ``(alg, md)`` a binary one whose second operand (``md``) is an argument of
+        the primitive (``post_arg(index)``)."""
+        if not post:
             return self.ffi.NULL
         lib, ffi = self.lib, self.ffi
         pa = ffi.new("dnnl_primitive_attr_t *")
@@ -80,11 +82,16 @@ class Dnnl:
         attr = ffi.gc(pa[0], lib.dnnl_primitive_attr_destroy)
         po = ffi.new("dnnl_post_ops_t *")
         self.check(lib.dnnl_post_ops_create(po), "post_ops_create")
-        post = ffi.gc(po[0], lib.dnnl_post_ops_destroy)
-        for alg, alpha, beta in eltwise:
-            st = lib.dnnl_post_ops_append_eltwise(post, getattr(lib, f"dnnl_eltwise_{alg}"), alpha, beta)
+        ops = ffi.gc(po[0], lib.dnnl_post_ops_destroy)
+        for item in post:
+            if len(item) == 2:
+                st = lib.dnnl_post_ops_append_binary(ops, getattr(lib, f"dnnl_binary_{item[0]}"), item[1].ptr)
+                self.check(st, "post_ops_append_binary")
+                continue
+            alg, alpha, beta = item
+            st = lib.dnnl_post_ops_append_eltwise(ops, getattr(lib, f"dnnl_eltwise_{alg}"), alpha, beta)
             self.check(st, "post_ops_append_eltwise")
-        self.check(lib.dnnl_primitive_attr_set_post_ops(attr, post), "primitive_attr_set_post_ops")
+        self.check(lib.dnnl_primitive_attr_set_post_ops(attr, ops), "primitive_attr_set_post_ops")
         return attr
 
     def _pd(self, fn: str, *args) -> PD:
@@ -97,6 +104,15 @@ class Dnnl:
         return self._pd(
             "dnnl_convolution_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
             lib.dnnl_convolution_direct, src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL,
+            dst.ptr, self.dims(strides), self.dims(dilates), self.dims(pad_l), self.dims(pad_r),
+            self.attr(post),
+        )  # fmt: skip
+
+    def deconvolution(self, src, weights, bias, dst, strides, dilates, pad_l, pad_r, post=()) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_deconvolution_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            lib.dnnl_deconvolution_direct, src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL,
             dst.ptr, self.dims(strides), self.dims(dilates), self.dims(pad_l), self.dims(pad_r),
             self.attr(post),
         )  # fmt: skip
@@ -115,17 +131,49 @@ class Dnnl:
             self.dims([0] * len(kernel)), self.dims(pad_l), self.dims(pad_r), self.ffi.NULL,
         )  # fmt: skip
 
-    def eltwise(self, alg: str, src, dst, alpha: float = 0.0, beta: float = 0.0) -> PD:
+    def eltwise(self, alg: str, src, dst, alpha: float = 0.0, beta: float = 0.0, post=()) -> PD:
         lib = self.lib
         return self._pd(
             "dnnl_eltwise_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
-            getattr(lib, f"dnnl_eltwise_{alg}"), src.ptr, dst.ptr, alpha, beta, self.ffi.NULL,
+            getattr(lib, f"dnnl_eltwise_{alg}"), src.ptr, dst.ptr, alpha, beta, self.attr(post),
         )  # fmt: skip
 
-    def binary(self, alg: str, src0, src1, dst) -> PD:
+    def binary(self, alg: str, src0, src1, dst, post=()) -> PD:
         return self._pd(
             "dnnl_binary_primitive_desc_create", self.engine, getattr(self.lib, f"dnnl_binary_{alg}"),
-            src0.ptr, src1.ptr, dst.ptr, self.ffi.NULL,
+            src0.ptr, src1.ptr, dst.ptr, self.attr(post),
+        )  # fmt: skip
+
+    def shuffle(self, src, dst, axis: int, group_size: int) -> PD:
+        return self._pd(
+            "dnnl_shuffle_forward_primitive_desc_create", self.engine, self.lib.dnnl_forward_inference,
+            src.ptr, dst.ptr, axis, group_size, self.ffi.NULL,
+        )  # fmt: skip
+
+    def resampling(self, alg: str, src, dst) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_resampling_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            getattr(lib, f"dnnl_resampling_{alg}"), self.ffi.NULL, src.ptr, dst.ptr, self.ffi.NULL,
+        )  # fmt: skip
+
+    def lrn(self, alg: str, src, dst, local_size: int, alpha: float, beta: float, k: float) -> PD:
+        lib = self.lib
+        return self._pd(
+            "dnnl_lrn_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
+            getattr(lib, f"dnnl_lrn_{alg}"), src.ptr, dst.ptr, local_size, alpha, beta, k, self.ffi.NULL,
+        )  # fmt: skip
+
+    def reduction(self, alg: str, src, dst) -> PD:
+        return self._pd(
+            "dnnl_reduction_primitive_desc_create", self.engine, getattr(self.lib, f"dnnl_reduction_{alg}"),
+            src.ptr, dst.ptr, 0.0, 0.0, self.ffi.NULL,
+        )  # fmt: skip
+
+    def prelu(self, src, weights, dst) -> PD:
+        return self._pd(
+            "dnnl_prelu_forward_primitive_desc_create", self.engine, self.lib.dnnl_forward_inference,
+            src.ptr, weights.ptr, dst.ptr, self.ffi.NULL,
         )  # fmt: skip
 
     def concat(self, dst, axis: int, srcs) -> PD:
@@ -175,6 +223,14 @@ class MD:
         return isinstance(other, MD) and bool(self.dnnl.lib.dnnl_memory_desc_equal(self.ptr, other.ptr))
 
     __hash__ = None  # type: ignore[assignment]
+
+    def sub(self, dims: Sequence[int], offsets: Sequence[int]) -> MD:
+        """The part of this descriptor's memory at ``offsets`` of size ``dims`` (same buffer)."""
+        d = self.dnnl
+        p = d.ffi.new("dnnl_memory_desc_t *")
+        st = d.lib.dnnl_memory_desc_create_submemory(p, self.ptr, d.dims(dims), d.dims(offsets))
+        d.check(st, "memory_desc_create_submemory")
+        return MD(d, p[0], tuple(dims))
 
     def reshaped(self, dims: Sequence[int]) -> MD:
         d = self.dnnl
@@ -278,6 +334,13 @@ class Runner:
 
 
 ARG_SRC, ARG_SRC_1, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_MULTIPLE_SRC = 1, 2, 17, 33, 41, 1024
+
+
+def post_arg(index: int) -> int:
+    """The argument of the second operand of binary post-op ``index`` (its place in the
+    post-op list): DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1."""
+    return 32768 * (index + 1) | ARG_SRC_1
+
 
 _dnnl: Dnnl | None = None
 

@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,9 +59,27 @@ def shape_of(m: Mat) -> tuple:
 
 
 class Value:
-    """A blob inside a native segment: its descriptor, memory and place in the arena."""
+    """A blob inside a native segment: its descriptor, memory and place in the arena.
 
-    __slots__ = ("md", "mem", "shape", "size", "first", "last", "offset", "base")
+    An alias (``base`` set) is another view of ``base``'s bytes from ``base_off`` on: a
+    reshape, a channel range, a strided window a reorder writes through. A constant
+    (``addr`` set) lives in a numpy array the plan keeps, outside the arena.
+    """
+
+    __slots__ = (
+        "md",
+        "mem",
+        "shape",
+        "size",
+        "first",
+        "last",
+        "offset",
+        "base",
+        "base_off",
+        "const",
+        "addr",
+        "plain",
+    )
 
     def __init__(self, md, shape: tuple, first: int) -> None:
         self.md = md
@@ -70,7 +89,11 @@ class Value:
         self.first = first
         self.last = first
         self.offset = -1
-        self.base: Value | None = None  # set for in-place results: they live in base's memory
+        self.base: Value | None = None
+        self.base_off = 0
+        self.const = False
+        self.addr = 0  # a constant's address
+        self.plain: Value | None = None  # this value in a plain layout, once one was made
 
 
 def _mat_dims(shape: tuple) -> tuple[int, ...] | None:
@@ -78,6 +101,11 @@ def _mat_dims(shape: tuple) -> tuple[int, ...] | None:
     if elemsize != 4 or elempack != 1:
         return None
     return {1: (1, w), 2: (1, h, w), 3: (1, c, h, w)}.get(dims)
+
+
+def _numpy_shape(shape: tuple) -> tuple[int, ...]:
+    dims, w, h, d, c, _es, _ep = shape
+    return ((w,), (h, w), (c, h, w), (c, d, h, w))[dims - 1]
 
 
 def _mat_strides(shape: tuple, dims: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -92,6 +120,10 @@ def _mat_strides(shape: tuple, dims: tuple[int, ...]) -> tuple[int, ...] | None:
             return None
     elif total != {1: w, 2: w * h}.get(mdims, -1):
         return None
+    return _dense_strides(dims)
+
+
+def _dense_strides(dims) -> tuple[int, ...]:
     strides = []
     acc = 1
     for n in reversed(dims):
@@ -100,8 +132,19 @@ def _mat_strides(shape: tuple, dims: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(reversed(strides))
 
 
+_PLAIN = {1: "a", 2: "ab", 3: "abc", 4: "abcd", 5: "abcde"}
+# the layouts oneDNN picks for activations, by rank: a value in one of them can be sliced
+# and copied in the same layout
+_TAGS = {
+    3: ("abc", "aBc16b", "aBc8b", "aBc4b", "acb"),
+    4: ("abcd", "aBcd16b", "aBcd8b", "aBcd4b", "acdb"),
+}
+_BLOCK = {"aBc16b": 16, "aBc8b": 8, "aBc4b": 4, "aBcd16b": 16, "aBcd8b": 8, "aBcd4b": 4}
+_FLT_MAX = 3.4028234663852886e38
+
+
 # ncnn activation_type -> oneDNN eltwise post-op
-def _activation(kind: int, params) -> tuple[str, float, float] | None:
+def _activation(kind: int, params) -> tuple[str, float, float]:
     p = [float(v) for v in (params if params is not None else ())]
     if kind == 1:
         return ("relu", 0.0, 0.0)
@@ -124,28 +167,89 @@ def _builtin(layer) -> bool:
     return type(layer).__module__.startswith("ncnn_c.layer.")
 
 
-def _standalone_activation(layer: Layer) -> tuple[str, float, float] | None:
-    """The eltwise form of an activation layer, or None."""
+# UnaryOp op_type -> oneDNN eltwise ops; the rest (floor, trigonometry, ...) have no
+# oneDNN form and stay numpy
+_UNARY = {
+    0: [("abs", 0.0, 0.0)],
+    1: [("linear", -1.0, 0.0)],
+    4: [("square", 0.0, 0.0)],
+    5: [("sqrt", 0.0, 0.0)],
+    6: [("pow", 1.0, -0.5)],
+    7: [("exp", 0.0, 0.0)],
+    8: [("log", 0.0, 0.0)],
+    15: [("pow", 1.0, -1.0)],
+    16: [("tanh", 0.0, 0.0)],
+    18: [("round", 0.0, 0.0)],
+}
+
+
+def _affine(scale: float, shift: float) -> list[tuple[str, float, float]]:
+    """shift + x * scale as eltwise ops (none for the identity)."""
+    return [] if (scale, shift) == (1.0, 0.0) else [("linear", scale, shift)]
+
+
+def _standalone_activation(layer: Layer) -> list[tuple[str, float, float]] | None:
+    """The eltwise form of a one-blob elementwise layer (oneDNN eltwise ops applied in
+    order: the first a primitive, the rest its post-ops, or all of them post-ops of the
+    layer before), or None."""
     if not _builtin(layer):
         return None
     t = layer.type
     if t == "ReLU":
-        return ("relu", float(layer.slope), 0.0)
+        return [("relu", float(layer.slope), 0.0)]
     if t == "Clip":
-        return ("clip_v2", float(layer.min), float(layer.max))
+        return [("clip_v2", float(layer.min), float(layer.max))]
     if t == "Sigmoid":
-        return ("logistic", 0.0, 0.0)
+        return [("logistic", 0.0, 0.0)]
     if t == "TanH":
-        return ("tanh", 0.0, 0.0)
+        return [("tanh", 0.0, 0.0)]
     if t == "Swish":
-        return ("swish", 1.0, 0.0)
+        return [("swish", 1.0, 0.0)]
     if t == "Mish":
-        return ("mish", 0.0, 0.0)
+        return [("mish", 0.0, 0.0)]
     if t == "HardSwish":
-        return ("hardswish", float(layer.alpha), float(layer.beta))
+        return [("hardswish", float(layer.alpha), float(layer.beta))]
     if t == "AbsVal":
-        return ("abs", 0.0, 0.0)
+        return [("abs", 0.0, 0.0)]
+    if t == "ELU":
+        return [("elu", float(layer.alpha), 0.0)]
+    if t == "HardSigmoid":
+        return [("hardsigmoid", float(layer.alpha), float(layer.beta))]
+    if t == "PReLU" and layer.num_slope == 1 and len(layer.slope_data) >= 1:
+        return [("relu", float(layer.slope_data[0]), 0.0)]
+    if t == "UnaryOp":
+        return _UNARY.get(layer.op_type)
+    if t in ("Exp", "Log", "Power"):
+        ops = _affine(float(layer.scale), float(layer.shift))
+        if t == "Exp":
+            return ops + [("exp", 0.0, 0.0)] if layer.base == -1.0 else None
+        if t == "Power":
+            return ops + ([] if layer.power == 1.0 else [("pow", 1.0, float(layer.power))]) or None
+        ops = ops + [("log", 0.0, 0.0)]
+        if layer.base != -1.0:
+            # ncnn multiplies by a float32 1 / log(base)
+            ops.append(("linear", float(np.float32(1.0) / np.log(np.float32(layer.base))), 0.0))
+        return ops
+    if t == "BinaryOp" and (layer.with_scalar or len(layer.bottoms) == 1):
+        b = float(layer.b)
+        lin = {0: (1.0, b), 1: (1.0, -b), 2: (b, 0.0), 7: (-1.0, b)}.get(layer.op_type)
+        if lin is not None:
+            return [("linear", *lin)]
+        if layer.op_type == 6:
+            return [("pow", 1.0, b)]
+        return None
     return None
+
+
+def _shape_like(shape: tuple):
+    """Something with a Mat's dims / w / h / d / c for a layer's shape-only helpers."""
+    dims, w, h, d, c, _es, _ep = shape
+    return SimpleNamespace(dims=dims, w=w, h=h, d=d, c=c)
+
+
+# layers a convolution, deconvolution or inner product takes into its weights and bias
+AFFINE_TYPES = ("BatchNorm", "Scale", "Bias")
+PRODUCERS = ("Convolution", "ConvolutionDepthWise", "Deconvolution", "DeconvolutionDepthWise", "InnerProduct")
 
 
 class _Segment:
@@ -161,7 +265,9 @@ class _Segment:
 class NativePlan:
     """One recorded input shape of one target: segments of primitives and numpy layers."""
 
-    def __init__(self, net, order: list[int], outputs: list[int], shapes: dict[int, tuple], opts) -> None:
+    def __init__(
+        self, net, order: list[int], outputs: list[int], shapes: dict[int, tuple], opts, consts=None
+    ) -> None:
         d = _dnnl()
         self.dnnl = d.get()
         self.lock = threading.Lock()
@@ -169,11 +275,15 @@ class NativePlan:
         self.native_layers = 0
         self._net = net
         self._shapes = shapes
+        self._consts: dict[int, np.ndarray] = consts or {}
         self._keep: list = []  # weights and constant memories the primitives read
         self._values: dict[int, Value] = {}
         self._all_values: list[Value] = []
         self._segments: list[_Segment] = []
         self._step = 0
+        # Padding layers a convolution reads through its own padding: their top -> (bottom,
+        # (top, bottom, left, right)); made for real only if something else needs the blob
+        self._pending_pads: dict[int, tuple[int, tuple[int, int, int, int]]] = {}
         self._build(order, opts)
 
     # -- building ---------------------------------------------------------------------------
@@ -182,28 +292,43 @@ class NativePlan:
         net = self._net
         layers = net._layers
         consumers: dict[int, int] = {}
+        readers: dict[int, list[int]] = {}
         for li in order:
             for b in layers[li].bottoms:
                 consumers[b] = consumers.get(b, 0) + 1
+                readers.setdefault(b, []).append(li)
         self._consumers = consumers
-        fused = self._fusions(order, layers, consumers)  # producer -> (activation layer, post-op)
-        folded: dict[int, int] = {}  # activation layer -> its producer, once that one took it
+        chains = self._chains(order, layers, consumers, readers)
+        pad_folds = self._pad_folds(order, layers, consumers, readers)
+        folded: dict[int, int] = {}  # layer taken by its producer -> that producer
         seg: _Segment | None = None
         for li in order:
             layer = layers[li]
             if li in folded:
-                # folded into its producer: its top is the producer's result
+                # taken into its producer: its top is the producer's result
                 self._values[layer.tops[0]] = self._values[layers[folded[li]].tops[0]]
+                self.native_layers += 1
+                continue
+            if layer.tops and all(t in self._consts for t in layer.tops) and _builtin(layer):
+                try:
+                    for t in layer.tops:
+                        self._values[t] = self._const_value(self._consts[t], self._shape(t))
+                    self.native_layers += 1
+                    continue
+                except Unsupported as e:
+                    log.debug("native plan: constant %r (%s) is computed: %s", layer.name, layer.type, e)
+            if li in pad_folds:
+                t, b, l, r = pad_folds[li]
+                self._pending_pads[layer.tops[0]] = (layer.bottoms[0], (t, b, l, r))
                 self.native_layers += 1
                 continue
             if seg is None:
                 seg = _Segment(d.Steps(self.dnnl))
-            act_li, post = fused.get(li, (-1, None))
             try:
-                self._native_layer(layer, li, seg, post, opts[li])
+                taken = self._native_layer(layer, li, seg, chains.get(li, []), opts[li])
                 self.native_layers += 1
-                if act_li >= 0:
-                    folded[act_li] = li
+                for x in taken or ():
+                    folded[x] = li
                 continue
             except Unsupported as e:
                 log.debug("native plan: layer %r (%s) runs in numpy: %s", layer.name, layer.type, e)
@@ -228,35 +353,77 @@ class NativePlan:
                 s.steps.seal()
         self.runner = d.Runner(self.dnnl)
 
-    @staticmethod
-    def _fusions(order, layers, consumers) -> dict[int, tuple[int, tuple]]:
-        """Activation layers that can fold into the convolution or inner product before them
-        (its only reader): {producer: (activation layer, post-op)}. Whether one does is known
-        only once the producer turned out native."""
-        if "fusion" in _skipped_types():
+    def _chains(self, order, layers, consumers, readers) -> dict[int, list[int]]:
+        """The layers after a convolution, deconvolution or inner product that can go into
+        it: BatchNorm / Scale / Bias into its weights and bias, then one activation as a
+        post-op; each the only reader of the blob before it. {producer: [layers]}; whether
+        they do is known only once the producer turned out native."""
+        skipped = _skipped_types()
+        if "fusion" in skipped:
             return {}
-        fused: dict[int, tuple[int, tuple]] = {}
-        taken: set[int] = set()
-        producer_of = {}
+        outputs = set(self.outputs)
+        chains: dict[int, list[int]] = {}
         for li in order:
-            for t in layers[li].tops:
-                producer_of[t] = li
+            prod = layers[li]
+            if prod.type not in PRODUCERS or not _builtin(prod) or getattr(prod, "activation_type", False):
+                continue
+            chain: list[int] = []
+            blob = prod.tops[0]
+            while consumers.get(blob, 0) == 1 and blob not in outputs and len(readers.get(blob, ())) == 1:
+                nli = readers[blob][0]
+                nxt = layers[nli]
+                if (
+                    not _builtin(nxt)
+                    or nxt.type in skipped
+                    or getattr(nxt, "featmask", False)
+                    or len(nxt.bottoms) != 1
+                    or len(nxt.tops) != 1
+                ):
+                    break
+                if nxt.type in AFFINE_TYPES and nxt.one_blob_only:
+                    chain.append(nli)
+                    blob = nxt.tops[0]
+                    continue
+                if _standalone_activation(nxt) is not None:
+                    chain.append(nli)
+                break
+            if chain:
+                chains[li] = chain
+        return chains
+
+    def _pad_folds(self, order, layers, consumers, readers) -> dict[int, tuple[int, int, int, int]]:
+        """Zero Padding layers whose only reader is a convolution: it pads their input
+        itself (oneDNN takes any padding). {Padding layer: (top, bottom, left, right)}"""
+        skipped = _skipped_types()
+        if "fusion" in skipped or "Padding" in skipped:
+            return {}
+        outputs = set(self.outputs)
+        folds = {}
         for li in order:
-            layer = layers[li]
-            act = _standalone_activation(layer)
-            if act is None or len(layer.bottoms) != 1:
+            pad = layers[li]
+            if pad.type != "Padding" or not _builtin(pad) or len(pad.bottoms) != 1 or len(pad.tops) != 1:
                 continue
-            b = layer.bottoms[0]
-            p = producer_of.get(b)
-            if p is None or consumers.get(b, 0) != 1 or p in fused or li in taken:
+            top = pad.tops[0]
+            if consumers.get(top, 0) != 1 or top in outputs or len(readers.get(top, ())) != 1:
                 continue
-            prod = layers[p]
-            if prod.type in ("Convolution", "ConvolutionDepthWise", "InnerProduct") and not getattr(
-                prod, "activation_type", 0
+            conv = layers[readers[top][0]]
+            shape = self._shapes.get(pad.bottoms[0])
+            if (
+                conv.type not in ("Convolution", "ConvolutionDepthWise")
+                or not _builtin(conv)
+                or conv.type in skipped
+                or shape is None
+                or shape[0] != 3
+                or pad.pad_type != 0
+                or pad.value != 0.0
+                or pad.per_channel_pad_data_size
+                or pad.front
+                or pad.behind
+                or getattr(conv, "pad_value", 0.0) != 0.0
             ):
-                fused[p] = (li, act)
-                taken.add(li)
-        return fused
+                continue
+            folds[li] = (pad.top, pad.bottom, pad.left, pad.right)
+        return folds
 
     def _shape(self, blob: int) -> tuple:
         s = self._shapes.get(blob)
@@ -264,11 +431,15 @@ class NativePlan:
             raise Unsupported(f"blob {blob} has no recorded shape")
         return s
 
-    def _value(self, seg: _Segment, blob: int) -> Value:
+    def _value(self, seg: _Segment, blob: int, want=None) -> Value:
+        """The value of ``blob``; one from outside the segment is read in (in the layout
+        ``want`` when its reader says which it takes)."""
         v = self._values.get(blob)
         if v is not None:
             v.last = self._step
             return v
+        if blob in self._pending_pads:
+            return self._make_pending_pad(seg, blob)
         # a blob from the caller or from a numpy layer: read in through a strided memory
         shape = self._shape(blob)
         dims = _mat_dims(shape)
@@ -279,8 +450,8 @@ class NativePlan:
             raise Unsupported(f"blob {blob} layout")
         src_md = self.dnnl.md(dims, strides=strides)
         src = self.dnnl.memory(src_md, None)
-        tag = {2: "ab", 3: "abc", 4: "abcd"}[len(dims)]
-        v = self._new_value(self.dnnl.md(dims, tag), shape)
+        md = want if want is not None and want.dims == dims else self.dnnl.md(dims, _PLAIN[len(dims)])
+        v = self._new_value(md, shape)
         self._reorder(seg, src, v)
         seg.imports.append((src, blob))
         self._values[blob] = v
@@ -291,6 +462,34 @@ class NativePlan:
         self._all_values.append(v)
         return v
 
+    def _alias(self, v: Value, md, byte_off: int = 0, shape: tuple | None = None) -> Value:
+        """Another view (``md``) of ``v``'s bytes from ``byte_off`` on: no copy."""
+        root = v.base if v.base is not None else v
+        a = self._new_value(md, v.shape if shape is None else shape)
+        a.base = root
+        a.base_off = v.base_off + byte_off
+        if not root.const:
+            self._mem(root)  # the root takes its place in the arena even if only views are read
+        return a
+
+    def _const_value(self, arr: np.ndarray, shape: tuple, dims=None, md=None) -> Value:
+        """A constant value (not in the arena): ``arr`` with ``dims`` (default: the
+        canonical dims of ``shape``), reordered once into ``md`` if given."""
+        dims = tuple(dims) if dims is not None else _mat_dims(shape)
+        if dims is None:
+            raise Unsupported("a constant that is not an fp32 1/2/3-D blob")
+        a = np.ascontiguousarray(arr, dtype=np.float32)
+        if a.size != int(np.prod(dims)):
+            raise Unsupported("constant size")
+        self._keep.append(a)
+        plain = self.dnnl.md(dims, _PLAIN[len(dims)])
+        mem, addr = self.dnnl.memory(plain, a.ctypes.data), a.ctypes.data
+        if md is not None and md != plain:
+            mem, addr = self._prepack_at(mem, md)
+        v = Value(mem.md, shape, -1)
+        v.const, v.addr, v.mem = True, addr, mem
+        return v
+
     def _add(self, seg: _Segment, prim, args) -> None:
         seg.steps.add(prim, args)
         self._step += 1
@@ -298,7 +497,13 @@ class NativePlan:
     def _reorder(self, seg: _Segment, src, dst: Value) -> None:
         d = _dnnl()
         pd = self.dnnl.reorder(src.md, dst.md)
+        _no_reference(pd)
         self._add(seg, pd.primitive(), [(d.ARG_SRC, src), (d.ARG_DST, self._mem(dst))])
+
+    def _copy(self, seg: _Segment, src: Value, dst: Value) -> None:
+        """dst = src by a reorder (layouts, or views with strides, may differ)."""
+        self._reorder(seg, self._mem(src), dst)
+        src.last = self._step
 
     def _mem(self, v: Value):
         if v.mem is None:
@@ -306,6 +511,8 @@ class NativePlan:
         return v.mem
 
     def _export(self, seg: _Segment, blob: int) -> None:
+        if blob in self._pending_pads:
+            self._value(seg, blob)
         v = self._values.get(blob)
         if v is None:
             return  # given by the caller or made by a numpy layer: already a Mat
@@ -328,9 +535,10 @@ class NativePlan:
 
     def _prepack(self, src_mem, md):
         """A constant (weights) reordered once into the layout ``md`` a primitive wants."""
+        return src_mem if src_mem.md == md else self._prepack_at(src_mem, md)[0]
+
+    def _prepack_at(self, src_mem, md):
         d = _dnnl()
-        if src_mem.md == md:
-            return src_mem
         buf = np.empty(max(1, md.size // 4 + 16), np.float32)
         self._keep.append(buf)
         addr = buf.ctypes.data
@@ -340,10 +548,104 @@ class NativePlan:
         steps.add(self.dnnl.reorder(src_mem.md, md).primitive(), [(d.ARG_SRC, src_mem), (d.ARG_DST, dst)])
         steps.seal()
         d.Runner(self.dnnl).run(steps, 1, [])
-        return dst
+        return dst, addr
+
+    # -- layouts ------------------------------------------------------------------------------
+    def _tag_of(self, md) -> str | None:
+        """The format tag of a dense descriptor among the ones activations use, or None."""
+        n = len(md.dims)
+        for tag in _TAGS.get(n, (_PLAIN.get(n, ""),)):
+            if tag and self.dnnl.md(md.dims, tag) == md:
+                return tag
+        return None
+
+    def _plain(self, seg: _Segment, v: Value) -> Value:
+        """``v`` in the plain (row-major) layout of its dims: itself, or a copy (made once)."""
+        plain = self.dnnl.md(v.md.dims, _PLAIN[len(v.md.dims)])
+        if v.md == plain:
+            return v
+        if v.plain is not None:
+            v.plain.last = self._step
+            return v.plain
+        p = self._new_value(plain, v.shape)
+        self._copy(seg, v, p)
+        v.plain = p
+        return p
+
+    def _as_md(self, seg: _Segment, v: Value, md) -> Value:
+        """``v`` with descriptor ``md`` (same dims): itself, or a copy."""
+        if v.md == md:
+            return v
+        if v.const:
+            mem, addr = self._prepack_at(v.mem, md)
+            c = Value(md, v.shape, -1)
+            c.const, c.addr, c.mem = True, addr, mem
+            return c
+        if md == self.dnnl.md(v.md.dims, _PLAIN[len(v.md.dims)]):
+            return self._plain(seg, v)
+        out = self._new_value(md, v.shape)
+        self._copy(seg, v, out)
+        return out
+
+    def _as_dims(self, seg: _Segment, v: Value, dims: tuple[int, ...]) -> Value:
+        """``v`` seen with other dims of the same elements (a reshape): a view, after a copy
+        into the plain layout where its own layout cannot be reshaped."""
+        dims = tuple(dims)
+        if v.md.dims == dims:
+            return v
+        if int(np.prod(dims)) != int(np.prod(v.md.dims)):
+            raise Unsupported(f"cannot see {v.md.dims} as {dims}")
+        try:
+            md = v.md.reshaped(dims)
+        except _dnnl().DnnlError:
+            v = self._plain(seg, v)
+            md = v.md.reshaped(dims)
+        return self._alias(v, md)
+
+    def _canon(self, seg: _Segment, v: Value) -> Value:
+        """``v`` with the dims of its ncnn shape (1, c, h, w) / (1, h, w) / (1, w)."""
+        dims = _mat_dims(v.shape)
+        if dims is None:
+            raise Unsupported("not an fp32 1/2/3-D blob")
+        return self._as_dims(seg, v, dims)
+
+    def _box(self, seg: _Segment, v: Value, dims, offsets, shape: tuple) -> Value:
+        """The part of ``v`` of size ``dims`` at ``offsets``: a view where those bytes are
+        contiguous in ``v``'s layout, else a copy in the same layout (plain if that fails)."""
+        dims, offsets = tuple(dims), tuple(offsets)
+        full = v.md.dims
+        if dims == full:
+            return v
+        tag = self._tag_of(v.md)
+        if tag is not None:
+            first = next(i for i, (n, m) in enumerate(zip(dims, full, strict=True)) if n != m)
+            rest_full = dims[first + 1 :] == full[first + 1 :] and all(n == 1 for n in dims[:first])
+            if tag == _PLAIN[len(full)] and rest_full:
+                off = sum(o * s for o, s in zip(offsets, _dense_strides(full), strict=True))
+                return self._alias(v, self.dnnl.md(dims, tag), off * 4, shape)
+            blk = _BLOCK.get(tag, 0)
+            if (
+                blk
+                and first == 1
+                and rest_full
+                and offsets[1] % blk == 0
+                and (dims[1] % blk == 0 or offsets[1] + dims[1] == full[1])
+            ):
+                off = offsets[1] * int(np.prod(full[2:]))
+                return self._alias(v, self.dnnl.md(dims, tag), off * 4, shape)
+        try:
+            sub = self._alias(v, v.md.sub(dims, offsets), 0, shape)
+            out = self._new_value(self.dnnl.md(dims, tag or _PLAIN[len(dims)]), shape)
+            self._copy(seg, sub, out)
+            return out
+        except (_dnnl().DnnlError, Unsupported):
+            if tag == _PLAIN[len(full)]:
+                raise
+        return self._box(seg, self._plain(seg, v), dims, offsets, shape)
 
     # -- the layers ---------------------------------------------------------------------------
-    def _native_layer(self, layer: Layer, li: int, seg: _Segment, post, opt) -> None:
+    def _native_layer(self, layer: Layer, li: int, seg: _Segment, chain: list[int], opt) -> list[int] | None:
+        """Add ``layer``'s primitives; the layers of ``chain`` it took in (a producer only)."""
         t = layer.type
         if getattr(layer, "featmask", 0):
             raise Unsupported("feature mask")
@@ -352,107 +654,194 @@ class NativePlan:
         if t in _skipped_types():
             raise Unsupported("listed in NCNN_C_NATIVE_SKIP")
         for b in layer.bottoms:
-            self._shape(b)
+            if b not in self._pending_pads:
+                self._shape(b)
         for tp in layer.tops:
             self._shape(tp)
-        if t in ("Convolution", "ConvolutionDepthWise"):
-            return self._convolution(layer, seg, post)
-        if t == "InnerProduct":
-            return self._inner_product(layer, seg, post)
-        if t == "Pooling":
-            return self._pooling(layer, seg)
+        if t in (
+            "Convolution",
+            "ConvolutionDepthWise",
+            "Deconvolution",
+            "DeconvolutionDepthWise",
+            "InnerProduct",
+        ):
+            return self._producer(layer, seg, chain)
         if t in ("Split", "Dropout", "Noop") and self._passthrough(layer, seg):
             return None
         act = _standalone_activation(layer)
         if act is not None:
-            return self._eltwise(layer, seg, act)
-        if t == "Concat":
-            return self._concat(layer, seg)
-        if t == "Eltwise":
-            return self._eltwise_layer(layer, seg)
-        if t == "BinaryOp":
-            return self._binaryop(layer, seg)
-        if t == "Softmax":
-            return self._softmax(layer, seg)
-        if t == "Flatten":
-            return self._flatten(layer, seg)
-        raise Unsupported(f"no native {t}")
+            self._eltwise(layer, seg, act)
+            return None
+        fn = _LAYER_METHODS.get(t)
+        if fn is None:
+            raise Unsupported(f"no native {t}")
+        fn(self, layer, seg, opt)
+        return None
 
     def _top(self, layer, md, index: int = 0) -> Value:
+        return self._set_top(layer, self._new_value(md, self._shape(layer.tops[index])), index)
+
+    def _set_top(self, layer, v: Value, index: int = 0) -> Value:
         blob = layer.tops[index]
-        want = _mat_dims(self._shape(blob))
-        v = self._new_value(md, self._shape(blob))
-        if want is None or int(np.prod(want)) != int(np.prod(md.dims)):
-            raise Unsupported(
-                f"native result {md.dims} does not match the recorded shape {self._shape(blob)}"
-            )
+        shape = self._shape(blob)
+        want = _mat_dims(shape)
+        if want is None or int(np.prod(want)) != int(np.prod(v.md.dims)):
+            raise Unsupported(f"native result {v.md.dims} does not match the recorded shape {shape}")
         self._values[blob] = v
         return v
 
-    def _convolution(self, layer, seg, post) -> None:
+    def _same(self, layer, seg, v: Value, index: int = 0) -> None:
+        """Top ``index`` is ``v`` itself (ncnn shares the blob, or copies it unchanged)."""
+        if v.shape != self._shape(layer.tops[index]):
+            v = self._alias(v, v.md, 0, self._shape(layer.tops[index]))
+        self._set_top(layer, v, index)
+
+    def _run1(self, seg, pd, src: Value, out: Value, extra=()) -> None:
+        """One primitive reading ``src`` (and ``extra`` arguments), writing ``out``."""
+        d = _dnnl()
+        _no_reference(pd)
+        src.last = self._step
+        self._add(seg, pd.primitive(), [(d.ARG_SRC, self._mem(src)), *extra, (d.ARG_DST, self._mem(out))])
+
+    # -- convolutions and inner products --------------------------------------------------------
+    def _producer(self, layer, seg, chain: list[int]) -> list[int]:
+        """A convolution, deconvolution or inner product with what of ``chain`` it can take:
+        the affine layers folded into its weights and bias, the activation as a post-op
+        (without it when oneDNN has no fast kernel with that post-op)."""
+        layers = self._net._layers
+        scale = shift = None
+        taken: list[int] = []
+        post: list = []
+        oc = layer.num_output
+        for li in chain:
+            nxt = layers[li]
+            if nxt.type in AFFINE_TYPES:
+                ab = self._affine_coeffs(nxt, oc)
+                if ab is None:
+                    break
+                s, t = ab
+                scale, shift = (s, t) if scale is None else (scale * s, shift * s + t)
+                taken.append(li)
+                continue
+            act = _standalone_activation(nxt)
+            if act is not None:
+                post = act
+                taken.append(li)
+            break
+        build = self._inner_product if layer.type == "InnerProduct" else self._convolution
+        if post:
+            try:
+                build(layer, seg, scale, shift, post)
+                return taken
+            except (Unsupported, _dnnl().DnnlError) as e:
+                # the activation then runs as a primitive of its own
+                log.debug("native plan: %r without its activation as a post-op: %s", layer.name, e)
+            taken = taken[:-1]
+        build(layer, seg, scale, shift, [])
+        return taken
+
+    def _affine_coeffs(self, layer, oc: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(scale, shift) per output channel of BatchNorm / Scale / Bias, or None."""
+        coeffs = layer.channel_coeffs(_shape_like(self._shape(layer.bottoms[0])))
+        if coeffs is None:
+            return None
+        one = np.ones(oc, np.float32)
+        vals = [np.asarray(c, np.float32) * one for c in coeffs]  # scalars broadcast
+        if any(v.shape != (oc,) for v in vals):
+            return None
+        if layer.type == "BatchNorm":
+            return vals[0], vals[1]
+        if layer.type == "Scale":
+            return vals[0], vals[1] if len(vals) > 1 else np.zeros(oc, np.float32)
+        return one, vals[0]  # Bias
+
+    def _weights(self, layer, wdims, scale, shift, oc: int, wtag: str):
+        """(weights memory, bias memory or None) with the folded affine layers applied."""
+        weight = np.asarray(layer.weight_data.numpy(), np.float32)
+        if weight.size != int(np.prod(wdims)):
+            raise Unsupported("weight size")
+        weight = weight.reshape(wdims)
+        bias = np.asarray(layer.bias_data.numpy(), np.float32).reshape(oc) if layer.bias_term else None
+        if scale is not None:
+            # output channel o of the weights is axis 0, or (group, o within it) with groups
+            lead = (oc,) if len(wdims) == 4 or len(wdims) == 2 or layer.type == "InnerProduct" else wdims[:2]
+            weight = weight * scale.reshape(lead + (1,) * (len(wdims) - len(lead)))
+            bias = shift if bias is None else bias * scale + shift
+        wmem = self._const(weight, wdims, wtag)
+        bmem = self._const(bias, (oc,), "a") if bias is not None else None
+        return wmem, bmem
+
+    def _convolution(self, layer, seg, scale, shift, post) -> None:
         d, dn = _dnnl(), self.dnnl
+        deconv = layer.type.startswith("Deconvolution")
         if (
             len(layer.bottoms) != 1
             or getattr(layer, "dynamic_weight", False)
             or getattr(layer, "int8_scale_term", False)
         ):
             raise Unsupported("dynamic or int8 weights")
+        bottom = layer.bottoms[0]
+        extra = (0, 0, 0, 0)
+        if bottom in self._pending_pads:
+            bottom, extra = self._pending_pads[bottom]
         ishape, oshape = self._shape(layer.bottoms[0]), self._shape(layer.tops[0])
         if ishape[0] != 3 or oshape[0] != 3:
             raise Unsupported("needs a 3-D blob")
         _, w, h, _, c, _, _ = ishape
         _, ow, oh, _, oc, _, _ = oshape
         kw, kh = layer.kernel_w, layer.kernel_h
-        t, b, l, r = layer.pads((h, w))  # the layer's own geometry (layer/_geometry.py)
-        if min(t, b, l, r) < 0 or ((t or b or l or r) and layer.pad_value != 0):
-            raise Unsupported("cropping or a non-zero pad value")
+        if layer.weight_data.elemsize != 4:
+            raise Unsupported("weights not fp32")
         groups = (
             layer.group_count() if hasattr(layer, "group_count") else int(getattr(layer, "group", 1) or 1)
         )
-        weight = layer.weight_data.numpy() if hasattr(layer.weight_data, "numpy") else layer.weight_data
-        if layer.weight_data.elemsize != 4:
-            raise Unsupported("weights not fp32")
+        if c % groups or oc % groups:
+            raise Unsupported("channels not divisible by group")
         wdims: tuple[int, ...]
         if groups == 1:
             wdims, wtag = (oc, c, kh, kw), "abcd"
         else:
-            if c % groups or oc % groups:
-                raise Unsupported("channels not divisible by group")
             wdims, wtag = (groups, oc // groups, c // groups, kh, kw), "abcde"
-        if int(np.prod(wdims)) != np.asarray(weight).size:
-            raise Unsupported("weight size")
-        src = self._value(seg, layer.bottoms[0])
-        wmem = self._const(np.asarray(weight).reshape(wdims), wdims, wtag)
-        bmem = None
-        if layer.bias_term:
-            bmem = self._const(np.asarray(layer.bias_data.numpy()).reshape(oc), (oc,), "a")
+        if deconv:
+            geo = layer.deconv_geometry(w, h, kw, kh)
+            if geo is None:
+                raise Unsupported("deconvolution geometry")
+            _fw, _fh, (t, b, l, r) = geo
+            # the output pads are rows and columns past the full result: negative padding
+            pad_l, pad_r = (t, l), (b - layer.output_pad_bottom, r - layer.output_pad_right)
+            if min(pad_r) < 0:
+                raise Unsupported("output_pad beyond the crop")
+        else:
+            t, b, l, r = layer.pads((h, w))  # the layer's own geometry (layer/_geometry.py)
+            if min(t, b, l, r) < 0 or ((t or b or l or r) and layer.pad_value != 0):
+                raise Unsupported("cropping or a non-zero pad value")
+            t, b, l, r = t + extra[0], b + extra[1], l + extra[2], r + extra[3]
+            pad_l, pad_r = (t, l), (b, r)
+            _, w, h, _, c, _, _ = self._shape(bottom)
+        wmem, bmem = self._weights(layer, wdims, scale, shift, oc, wtag)
         posts = []
         if layer.activation_type:
             posts.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
-        if post is not None:
-            posts.append(post)
+        posts += post
+        sdims = (1, c, h, w)
         dst_md = dn.md((1, oc, oh, ow), "any")
-        pd = dn.convolution(
-            dn.md(src.md.dims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dst_md,
-            (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), (t, l), (b, r), posts,
+        make = dn.deconvolution if deconv else dn.convolution
+        pd = make(
+            dn.md(sdims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dst_md,
+            (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r, posts,
         )  # fmt: skip
         _no_reference(pd)
-        if pd.md("src", src.md.dims) != src.md:
-            # the convolution wants its input in another layout: convert it once here
-            v2 = self._new_value(pd.md("src", src.md.dims), src.shape)
-            self._reorder(seg, self._mem(src), v2)
-            src.last = self._step
-            src = v2
+        src = self._as_dims(seg, self._value(seg, bottom, pd.md("src", sdims)), sdims)
+        src = self._as_md(seg, src, pd.md("src", sdims))
         wpacked = self._prepack(wmem, pd.md("weights", wdims))
         out = self._top(layer, pd.md("dst", (1, oc, oh, ow)))
-        args = [(d.ARG_SRC, self._mem(src)), (d.ARG_WEIGHTS, wpacked), (d.ARG_DST, self._mem(out))]
+        args = [(d.ARG_WEIGHTS, wpacked)]
         if bmem is not None:
             args.append((d.ARG_BIAS, bmem))
-        src.last = self._step
-        self._add(seg, pd.primitive(), args)
+        self._run1(seg, pd, src, out, args)
 
-    def _inner_product(self, layer, seg, post) -> None:
-        d, dn = _dnnl(), self.dnnl
+    def _inner_product(self, layer, seg, scale, shift, post) -> None:
+        dn = self.dnnl
         if len(layer.bottoms) != 1 or getattr(layer, "int8_scale_term", False):
             raise Unsupported("int8 weights")
         ishape, oshape = self._shape(layer.bottoms[0]), self._shape(layer.tops[0])
@@ -464,40 +853,27 @@ class NativePlan:
         oc = layer.num_output
         in_dims = src.md.dims
         wdims = (oc, *in_dims[1:])
-        weight = np.asarray(layer.weight_data.numpy())
-        if weight.size != int(np.prod(wdims)):
-            raise Unsupported("weight size")
-        wtag = {2: "ab", 3: "abc", 4: "abcd"}[len(wdims)]
-        wmem = self._const(weight.reshape(wdims), wdims, wtag)
-        bmem = (
-            self._const(np.asarray(layer.bias_data.numpy()).reshape(oc), (oc,), "a")
-            if layer.bias_term
-            else None
-        )
+        wtag = _PLAIN[len(wdims)]
+        wmem, bmem = self._weights(layer, wdims, scale, shift, oc, wtag)
         posts = []
         if layer.activation_type:
             posts.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
-        if post is not None:
-            posts.append(post)
+        posts += post
         pd = dn.inner_product(
             dn.md(in_dims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dn.md((1, oc), "ab"), posts
         )
         _no_reference(pd)
-        if pd.md("src", in_dims) != src.md:
-            v2 = self._new_value(pd.md("src", in_dims), src.shape)
-            self._reorder(seg, self._mem(src), v2)
-            src.last = self._step
-            src = v2
+        src = self._as_md(seg, src, pd.md("src", in_dims))
         wpacked = self._prepack(wmem, pd.md("weights", wdims))
         out = self._top(layer, pd.md("dst", (1, oc)))
-        args = [(d.ARG_SRC, self._mem(src)), (d.ARG_WEIGHTS, wpacked), (d.ARG_DST, self._mem(out))]
+        d = _dnnl()
+        args = [(d.ARG_WEIGHTS, wpacked)]
         if bmem is not None:
             args.append((d.ARG_BIAS, bmem))
-        src.last = self._step
-        self._add(seg, pd.primitive(), args)
+        self._run1(seg, pd, src, out, args)
 
-    def _pooling(self, layer, seg) -> None:
-        d, dn = _dnnl(), self.dnnl
+    # -- the other layers -----------------------------------------------------------------------
+    def _pooling(self, layer, seg, opt) -> None:
         ishape, oshape = self._shape(layer.bottoms[0]), self._shape(layer.tops[0])
         if ishape[0] != 3 or getattr(layer, "adaptive_pooling", 0):
             raise Unsupported("needs a 3-D blob, not adaptive")
@@ -505,7 +881,6 @@ class NativePlan:
         is_max = layer.pooling_type == 0
         if layer.pooling_type not in (0, 1):
             raise Unsupported("pooling type")
-        src = self._value(seg, layer.bottoms[0])
         if layer.global_pooling:
             if oshape[0] != 1:
                 raise Unsupported("global pooling shape")
@@ -531,64 +906,100 @@ class NativePlan:
                 alg = "avg_exclude_padding"
             else:
                 raise Unsupported("avg pooling region of pad_mode 2/3")
+        self._pool(layer, seg, alg, (1, c, oh, ow), kernel, stride, pads)
+
+    def _pool(self, layer, seg, alg, odims, kernel, stride, pads) -> None:
+        dn = self.dnnl
         t, b, l, r = pads
-        pd = dn.pooling(alg, src.md, dn.md((1, c, oh, ow), "any"), stride, kernel, (t, l), (b, r))
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        pd = dn.pooling(alg, src.md, dn.md(odims, "any"), stride, kernel, (t, l), (b, r))
         _no_reference(pd)
-        out = self._top(layer, pd.md("dst", (1, c, oh, ow)))
-        src.last = self._step
-        self._add(seg, pd.primitive(), [(d.ARG_SRC, self._mem(src)), (d.ARG_DST, self._mem(out))])
+        self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)))
 
     def _passthrough(self, layer, seg) -> bool:
         if layer.type == "Dropout" and float(getattr(layer, "scale", 1.0)) != 1.0:
             return False
-        if len(layer.bottoms) != 1:
+        if len(layer.bottoms) == 1:
+            src = self._value(seg, layer.bottoms[0])
+            for i in range(len(layer.tops)):
+                self._same(layer, seg, src, i)
+            return True
+        if layer.type != "Noop" or len(layer.tops) > len(layer.bottoms):
             return False
-        src = self._value(seg, layer.bottoms[0])
-        for t in layer.tops:
-            self._values[t] = src
+        for i, b in enumerate(layer.bottoms[: len(layer.tops)]):
+            self._same(layer, seg, self._value(seg, b), i)
         return True
 
-    def _eltwise(self, layer, seg, act) -> None:
-        d, dn = _dnnl(), self.dnnl
+    def _eltwise(self, layer, seg, ops) -> None:
+        """One elementwise layer: its oneDNN eltwise ops in one primitive (the rest as
+        post-ops) where oneDNN has a fast kernel for that, else one primitive each."""
+        dn = self.dnnl
         if len(layer.bottoms) != 1:
             raise Unsupported("one input")
         src = self._value(seg, layer.bottoms[0])
-        pd = dn.eltwise(act[0], src.md, src.md, act[1], act[2])
-        out = self._top(layer, src.md)
-        src.last = self._step
-        self._add(seg, pd.primitive(), [(d.ARG_SRC, self._mem(src)), (d.ARG_DST, self._mem(out))])
+        alg, alpha, beta = ops[0]
+        pd = dn.eltwise(alg, src.md, src.md, alpha, beta, ops[1:])
+        if not pd.impl.startswith("ref") or len(ops) == 1:
+            if pd.impl.startswith("ref") and self._tag_of(src.md) != _PLAIN[len(src.md.dims)]:
+                # some eltwise kernels take only plain layouts with padded channels
+                src = self._plain(seg, src)
+                pd = dn.eltwise(alg, src.md, src.md, alpha, beta)
+            return self._run1(seg, pd, src, self._top(layer, src.md))
+        for i, (alg, alpha, beta) in enumerate(ops):
+            pd = dn.eltwise(alg, src.md, src.md, alpha, beta)
+            if pd.impl.startswith("ref"):
+                src = self._plain(seg, src)
+                pd = dn.eltwise(alg, src.md, src.md, alpha, beta)
+            out = self._top(layer, src.md) if i == len(ops) - 1 else self._new_value(src.md, src.shape)
+            self._run1(seg, pd, src, out)
+            src = out
 
     def _same_inputs(self, layer, seg) -> list[Value]:
-        vals = [self._value(seg, b) for b in layer.bottoms]
+        vals = [self._canon(seg, self._value(seg, b)) for b in layer.bottoms]
         first = vals[0]
         for i, v in enumerate(vals[1:], 1):
             if v.md.dims != first.md.dims:
                 raise Unsupported("inputs of different shapes")
-            if v.md != first.md:
-                v2 = self._new_value(first.md, v.shape)
-                self._reorder(seg, self._mem(v), v2)
-                v.last = self._step
-                vals[i] = v2
+            vals[i] = self._as_md(seg, v, first.md)
         return vals
 
-    def _concat(self, layer, seg) -> None:
+    def _concat_values(self, layer, seg, vals: list[Value], axis: int, index: int = 0) -> Value:
         d, dn = _dnnl(), self.dnnl
-        shapes = [self._shape(b) for b in layer.bottoms]
-        if layer.axis != 0 or any(s[0] not in (1, 3) for s in shapes) or len({s[0] for s in shapes}) != 1:
-            raise Unsupported("concat axis or dims")
-        vals = [self._value(seg, b) for b in layer.bottoms]
         dims = list(vals[0].md.dims)
-        dims[1] = sum(v.md.dims[1] for v in vals)
-        if any(v.md.dims[2:] != vals[0].md.dims[2:] for v in vals):
-            raise Unsupported("concat shapes")
-        pd = dn.concat(dn.md(dims, "any"), 1, [v.md for v in vals])
-        out = self._top(layer, pd.md("dst", dims))
+        dims[axis] = sum(v.md.dims[axis] for v in vals)
+        pd = dn.concat(dn.md(dims, "any"), axis, [v.md for v in vals])
+        if pd.impl.startswith("ref"):
+            vals = [self._plain(seg, v) for v in vals]
+            pd = dn.concat(dn.md(dims, _PLAIN[len(dims)]), axis, [v.md for v in vals])
+        _no_reference(pd)
+        out = self._top(layer, pd.md("dst", dims), index) if layer is not None else None
+        if out is None:
+            out = self._new_value(pd.md("dst", dims), vals[0].shape)
         args = [(d.ARG_MULTIPLE_SRC + i, self._mem(v)) for i, v in enumerate(vals)]
         for v in vals:
             v.last = self._step
         self._add(seg, pd.primitive(), args + [(d.ARG_DST, self._mem(out))])
+        return out
 
-    def _eltwise_layer(self, layer, seg) -> None:
+    def _concat(self, layer, seg, opt) -> None:
+        shapes = [self._shape(b) for b in layer.bottoms]
+        dims = shapes[0][0]
+        if dims not in (1, 2, 3) or any(s[0] != dims for s in shapes):
+            raise Unsupported("concat dims")
+        axis = 0 if dims == 1 else layer.axis + dims if layer.axis < 0 else layer.axis
+        if not 0 <= axis < dims:
+            raise Unsupported("concat axis")
+        vals = [self._canon(seg, self._value(seg, b)) for b in layer.bottoms]
+        if len(vals) == 1:
+            return self._same(layer, seg, vals[0])
+        ref = vals[0].md.dims
+        if any(
+            v.md.dims[: axis + 1] + v.md.dims[axis + 2 :] != ref[: axis + 1] + ref[axis + 2 :] for v in vals
+        ):
+            raise Unsupported("concat shapes")
+        self._concat_values(layer, seg, vals, axis + 1)
+
+    def _eltwise_layer(self, layer, seg, opt) -> None:
         d, dn = _dnnl(), self.dnnl
         vals = self._same_inputs(layer, seg)
         op = layer.op_type
@@ -597,6 +1008,7 @@ class NativePlan:
             if coeffs and len(coeffs) != len(vals):
                 raise Unsupported("coefficient count")
             pd = dn.sum(vals[0].md, coeffs or [1.0] * len(vals), [v.md for v in vals])
+            _no_reference(pd)
             out = self._top(layer, pd.md("dst", vals[0].md.dims))
             args = [(d.ARG_MULTIPLE_SRC + i, self._mem(v)) for i, v in enumerate(vals)]
             for v in vals:
@@ -610,80 +1022,373 @@ class NativePlan:
         for i, v in enumerate(vals[1:], 1):
             last = i == len(vals) - 1
             pd = dn.binary(alg, acc.md, v.md, acc.md)
+            _no_reference(pd)
             out = self._top(layer, acc.md) if last else self._new_value(acc.md, acc.shape)
-            acc.last = v.last = self._step
-            self._add(
-                seg,
-                pd.primitive(),
-                [(d.ARG_SRC, self._mem(acc)), (d.ARG_SRC_1, self._mem(v)), (d.ARG_DST, self._mem(out))],
-            )
+            v.last = self._step
+            self._run1(seg, pd, acc, out, [(d.ARG_SRC_1, self._mem(v))])
             acc = out
 
-    def _binaryop(self, layer, seg) -> None:
+    def _binary(self, layer, seg, alg: str, a: Value, b: Value, post=()) -> None:
+        """top = alg(a, b), b broadcast over a (a has the output's dims); ``post``: eltwise
+        post-ops ``(alg, alpha, beta)`` and binary ones ``(alg, Value)``, broadcast alike."""
         d, dn = _dnnl(), self.dnnl
+        tag = self._tag_of(a.md)
+        plain = _PLAIN[len(a.md.dims)]
+        # b (and the post-op operands) as they are, in a's layout, then everything plain
+        layouts = [(a.md, None)] + ([(a.md, tag)] if tag else []) + [(dn.md(a.md.dims, plain), plain)]
+        for am, btag in layouts:
+            bm = b.md if btag is None else dn.md(b.md.dims, btag)
+            pmds = [
+                p if len(p) == 3 else (p[0], p[1].md if btag is None else dn.md(p[1].md.dims, btag))
+                for p in post
+            ]
+            pd = dn.binary(alg, am, bm, am, pmds)
+            if not pd.impl.startswith("ref"):
+                break
+        _no_reference(pd)
+        a, b = self._as_md(seg, a, am), self._as_md(seg, b, bm)
+        args = [(d.ARG_SRC_1, self._mem(b))]
+        for i, (p, pm) in enumerate(zip(post, pmds, strict=True)):
+            if len(p) == 2:
+                pv = self._as_md(seg, p[1], pm[1])
+                pv.last = self._step
+                args.append((d.post_arg(i), self._mem(pv)))
+        b.last = self._step
+        self._run1(seg, pd, a, self._top(layer, a.md), args)
+
+    def _binaryop(self, layer, seg, opt) -> None:
+        from ..layer.binaryop import broadcast_shapes
+
         op = layer.op_type
-        if layer.with_scalar or len(layer.bottoms) == 1:
-            b = float(layer.b)
-            lin = {0: (1.0, b), 1: (1.0, -b), 2: (b, 0.0), 7: (-1.0, b)}.get(op)
-            if lin is None:
-                raise Unsupported(f"scalar binary op {op}")
-            return self._eltwise(layer, seg, ("linear", lin[0], lin[1]))
-        alg = {0: "add", 1: "sub", 2: "mul", 3: "div", 4: "max", 5: "min"}.get(op)
         shapes = [self._shape(x) for x in layer.bottoms]
-        if alg is None or len(layer.bottoms) != 2 or shapes[0][:5] != shapes[1][:5]:
-            raise Unsupported("binary op or broadcasting")
-        a, bv = self._same_inputs(layer, seg)
-        pd = dn.binary(alg, a.md, bv.md, a.md)
-        out = self._top(layer, a.md)
-        a.last = bv.last = self._step
-        self._add(
-            seg,
-            pd.primitive(),
-            [(d.ARG_SRC, self._mem(a)), (d.ARG_SRC_1, self._mem(bv)), (d.ARG_DST, self._mem(out))],
-        )
+        if len(shapes) != 2 or any(s[0] not in (1, 2, 3) for s in shapes):
+            raise Unsupported("two 1-D..3-D inputs")
+        bs = broadcast_shapes(_numpy_shape(shapes[0]), _numpy_shape(shapes[1]))
+        if bs is None:
+            raise Unsupported("shapes do not broadcast")
+        ash, bsh, osh = bs
+        va, vb = (self._value(seg, x) for x in layer.bottoms)
+        neg = [("linear", -1.0, 0.0)]  # -(y - x) is x - y exactly
+        if ash == osh:
+            form = {0: ("add", 0), 1: ("sub", 0), 2: ("mul", 0), 3: ("div", 0), 4: ("max", 0), 5: ("min", 0)}
+            form.update({7: ("sub", 1)})
+            full, other = va, vb
+            fdims, odims = ash, bsh
+        elif bsh == osh:
+            form = {0: ("add", 0), 1: ("sub", 1), 2: ("mul", 0), 4: ("max", 0), 5: ("min", 0), 7: ("sub", 0)}
+            form.update({8: ("div", 0)})
+            full, other = vb, va
+            fdims, odims = bsh, ash
+        else:
+            raise Unsupported("both inputs broadcast")
+        if op not in form:
+            raise Unsupported(f"binary op {op} in this broadcast")
+        alg, negate = form[op]
+        full = self._as_dims(seg, full, (1, *fdims))
+        other = self._as_dims(seg, other, (1, *odims))
+        self._binary(layer, seg, alg, full, other, neg if negate else ())
 
-    def _softmax(self, layer, seg) -> None:
-        d, dn = _dnnl(), self.dnnl
+    def _softmax(self, layer, seg, opt) -> None:
+        dn = self.dnnl
         ishape = self._shape(layer.bottoms[0])
-        if layer.axis != 0 or ishape[0] not in (1, 3):
+        dims = ishape[0]
+        if dims not in (1, 2, 3):
+            raise Unsupported("softmax dims")
+        axis = 0 if dims == 1 else layer.axis + dims if layer.axis < 0 else layer.axis
+        if not 0 <= axis < dims:
             raise Unsupported("softmax axis")
-        src = self._value(seg, layer.bottoms[0])
-        pd = dn.softmax(src.md, src.md, 1)
-        out = self._top(layer, src.md)
-        src.last = self._step
-        self._add(seg, pd.primitive(), [(d.ARG_SRC, self._mem(src)), (d.ARG_DST, self._mem(out))])
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        # oneDNN's fast softmax runs along the innermost axis (or blocked channels): else
+        # the blob is copied into a layout where the axis is innermost
+        n = len(src.md.dims)
+        order = [i for i in range(n) if i != axis + 1] + [axis + 1]
+        strides = [0] * n
+        acc = 1
+        for i in reversed(order):
+            strides[i] = acc
+            acc *= src.md.dims[i]
+        for md in (src.md, dn.md(src.md.dims, strides=strides)):
+            pd = dn.softmax(md, md, axis + 1)
+            if not pd.impl.startswith("ref"):
+                break
+        src = self._as_md(seg, src, md)
+        self._run1(seg, pd, src, self._top(layer, src.md))
 
-    def _flatten(self, layer, seg) -> None:
-        d, dn = _dnnl(), self.dnnl
+    def _reshape(self, layer, seg, opt) -> None:
+        """Flatten / Reshape: the same elements in the recorded shape, a view of the plain
+        layout (ncnn's order: c, then h, then w)."""
+        oshape = self._shape(layer.tops[0])
+        dims = _mat_dims(oshape)
+        if dims is None or len(layer.tops) != 1:
+            raise Unsupported("reshape to a 4-D blob")
+        src = self._plain(seg, self._value(seg, layer.bottoms[0]))
+        if int(np.prod(src.md.dims)) != int(np.prod(dims)):
+            raise Unsupported("element count")
+        self._set_top(layer, self._alias(src, self.dnnl.md(dims, _PLAIN[len(dims)]), 0, oshape))
+
+    def _shufflechannel(self, layer, seg, opt) -> None:
+        dn = self.dnnl
+        shape = self._shape(layer.bottoms[0])
         src = self._value(seg, layer.bottoms[0])
-        n = int(np.prod(src.md.dims))
-        tag = {2: "ab", 3: "abc", 4: "abcd"}[len(src.md.dims)]
-        plain = dn.md(src.md.dims, tag)
-        if src.md != plain:
-            v2 = self._new_value(plain, src.shape)
-            self._reorder(seg, self._mem(src), v2)
-            src.last = self._step
-            src = v2
-        # the plain buffer read as one row: a copy (oneDNN reorder) into a (1, n) value
-        flat = dn.md((1, n), "ab")
-        view = dn.memory(plain.reshaped((1, n)), None)
-        out = self._top(layer, flat)
-        src.last = self._step
-        pd = dn.reorder(view.md, flat)
-        self._views = getattr(self, "_views", [])
-        self._views.append((view, src))
-        self._add(seg, pd.primitive(), [(d.ARG_SRC, view), (d.ARG_DST, self._mem(out))])
+        if shape[0] != 3:
+            raise Unsupported("shuffle of a 1-D / 2-D blob")
+        _, w, h, _, c, _, _ = shape
+        if c % layer.group:
+            raise Unsupported("channels do not split into groups")
+        groups = c // layer.group if layer.reverse else layer.group
+        per = c // groups
+        if groups == 1 or per == 1:
+            return self._same(layer, seg, src)
+        src = self._canon(seg, src)
+        if _BLOCK.get(self._tag_of(src.md) or ""):
+            # oneDNN's shuffle: its group_size is the channels per ncnn group
+            pd = dn.shuffle(src.md, src.md, 1, per)
+            if not pd.impl.startswith("ref"):
+                return self._run1(seg, pd, src, self._top(layer, src.md))
+        # output channel j * groups + i is input channel i * per + j: a strided copy
+        src = self._plain(seg, src)
+        hw = h * w
+        five = (1, groups, per, h, w)
+        view = self._alias(src, dn.md(five, "abcde"))
+        out = self._top(layer, dn.md((1, c, h, w), "abcd"))
+        self._copy(seg, view, self._alias(out, dn.md(five, strides=(c * hw, hw, groups * hw, w, 1))))
+
+    def _slice(self, layer, seg, opt) -> None:
+        shape = self._shape(layer.bottoms[0])
+        dims = shape[0]
+        if dims not in (1, 2, 3):
+            raise Unsupported("slice dims")
+        axis = 0 if dims == 1 else layer.axis + dims if layer.axis < 0 else layer.axis
+        npshape = _numpy_shape(shape)
+        if not 0 <= axis < dims:
+            raise Unsupported("slice axis")
+        sizes = layer.part_sizes(npshape[axis], len(layer.tops))
+        if sizes is None:
+            raise Unsupported("slice sizes")
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        q = 0
+        for i, s in enumerate(sizes):
+            odims = list(src.md.dims)
+            odims[axis + 1] = s
+            offs = [0] * len(odims)
+            offs[axis + 1] = q
+            self._set_top(layer, self._box(seg, src, odims, offs, self._shape(layer.tops[i])), i)
+            q += s
+
+    def _crop(self, layer, seg, opt) -> None:
+        shape = self._shape(layer.bottoms[0])
+        if not layer.one_blob_only or layer._exprs is not None or shape[0] not in (1, 2, 3):
+            raise Unsupported("crop with a reference blob or expressions")
+        npshape = _numpy_shape(shape)
+        box = layer._box_from_arrays(npshape) if layer.numpy_style() else layer._box_from_params(npshape)
+        if box is None or any(o < 0 or s <= 0 or o + s > n for (o, s), n in zip(box, npshape, strict=True)):
+            raise Unsupported("crop box")
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        if all(s == n for (_, s), n in zip(box, npshape, strict=True)):
+            return self._same(layer, seg, src)
+        odims = (1, *(s for _, s in box))
+        offs = (0, *(o for o, _ in box))
+        self._set_top(layer, self._box(seg, src, odims, offs, self._shape(layer.tops[0])))
+
+    def _padding(self, layer, seg, opt) -> None:
+        shape = self._shape(layer.bottoms[0])
+        if layer.pad_type != 0 or layer.per_channel_pad_data_size or shape[0] not in (1, 2, 3):
+            raise Unsupported("replicate / reflect / per-channel padding")
+        pads = layer.pads(shape[0])
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        if all(p == (0, 0) for p in pads):
+            return self._same(layer, seg, src)
+        self._set_top(layer, self._pad_value(seg, src, pads, float(layer.value)))
+
+    def _pad_value(self, seg, v: Value, pads, value: float) -> Value:
+        """``v`` grown by constant blocks: a concat per padded axis (plain layout)."""
+        v = self._plain(seg, v)
+        for axis, (before, after) in enumerate(pads):
+            if not (before or after):
+                continue
+            parts: list[Value | None] = []
+            for n in (before, after):
+                if n:
+                    dims = list(v.md.dims)
+                    dims[axis + 1] = n
+                    parts.append(self._const_value(np.full(dims, value, np.float32), v.shape, dims))
+                else:
+                    parts.append(None)
+            vals = [p for p in (parts[0], v, parts[1]) if p is not None]
+            v = self._concat_values(None, seg, vals, axis + 1)
+        return v
+
+    def _make_pending_pad(self, seg, blob: int) -> Value:
+        bottom, (t, b, l, r) = self._pending_pads.pop(blob)
+        src = self._canon(seg, self._value(seg, bottom))
+        v = self._pad_value(seg, src, [(0, 0), (t, b), (l, r)], 0.0)
+        v = self._alias(v, v.md, 0, self._shape(blob))
+        self._values[blob] = v
+        v.last = self._step
+        return v
+
+    def _interp(self, layer, seg, opt) -> None:
+        dn = self.dnnl
+        ishape, oshape = self._shape(layer.bottoms[0]), self._shape(layer.tops[0])
+        if not layer.one_blob_only or layer._size_expr is not None or len(layer.bottoms) != 1:
+            raise Unsupported("a size from a reference blob or an expression")
+        if ishape[0] != 3 or oshape[0] != 3 or layer.resize_type not in (1, 2):
+            raise Unsupported("nearest / bilinear of a 3-D blob only")
+        if layer.resize_type == 2 and layer.align_corner:
+            raise Unsupported("align_corner")
+        _, w, h, _, c, _, _ = ishape
+        _, ow, oh, _, _, _, _ = oshape
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        if (w, h) == (ow, oh):
+            return self._same(layer, seg, src)
+        alg = "nearest" if layer.resize_type == 1 else "linear"
+        if not self._interp_agrees(layer, alg, (h, w), (oh, ow), opt):
+            raise Unsupported("oneDNN's source positions differ from ncnn's here")
+        odims = (1, c, oh, ow)
+        pd = dn.resampling(alg, src.md, dn.md(odims, "any"))
+        if pd.impl.startswith("ref"):
+            src = self._plain(seg, src)
+            pd = dn.resampling(alg, src.md, dn.md(odims, "abcd"))
+        self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)))
+
+    def _interp_agrees(self, layer, alg: str, size, osize, opt) -> bool:
+        """Whether oneDNN resamples ``size`` to ``osize`` as the numpy layer does: both run
+        on one random channel (the positions and weights do not depend on the channel)."""
+        d, dn = _dnnl(), self.dnnl
+        h, w = size
+        oh, ow = osize
+        x = np.random.default_rng(0).standard_normal((1, h, w)).astype(np.float32)
+        ref = Mat()
+        if layer.forward(Mat(x), ref, opt) != 0:
+            return False
+        want = np.asarray(ref.numpy(), np.float32).reshape(oh, ow)
+        got = np.zeros((oh, ow), np.float32)
+        smd, omd = dn.md((1, 1, h, w), "abcd"), dn.md((1, 1, oh, ow), "abcd")
+        pd = dn.resampling(alg, smd, omd)
+        steps = d.Steps(dn)
+        steps.add(
+            pd.primitive(),
+            [(d.ARG_SRC, dn.memory(smd, x.ctypes.data)), (d.ARG_DST, dn.memory(omd, got.ctypes.data))],
+        )
+        steps.seal()
+        d.Runner(dn).run(steps, 1, [])
+        tol = 0.0 if alg == "nearest" else 1e-5
+        return bool(np.abs(got - want).max() <= tol * max(1.0, float(np.abs(want).max())))
+
+    def _permute(self, layer, seg, opt) -> None:
+        from ..layer.permute import _AXES
+
+        dn = self.dnnl
+        shape = self._shape(layer.bottoms[0])
+        dims = shape[0]
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        if dims == 1 or layer.order_type == 0:
+            return self._same(layer, seg, src)
+        if dims not in (2, 3) or layer.order_type >= len(_AXES[dims]):
+            raise Unsupported("permute of a 4-D blob")
+        axes = _AXES[dims][layer.order_type]
+        npshape = _numpy_shape(shape)
+        oshape = tuple(npshape[a] for a in axes)
+        ostrides = _dense_strides(oshape)
+        out = self._top(layer, dn.md((1, *oshape), _PLAIN[dims + 1]))
+        # the output seen in the input's axis order: input axis a has the stride of its place
+        strides = [int(np.prod(oshape))] + [ostrides[axes.index(a)] for a in range(dims)]
+        self._copy(seg, src, self._alias(out, dn.md(src.md.dims, strides=strides)))
+
+    def _channel_affine(self, layer, seg, opt) -> None:
+        """BatchNorm / Scale / Bias on their own: x * scale + shift per channel, one binary
+        op with constants (Scale's two-blob form stays numpy)."""
+        shape = self._shape(layer.bottoms[0])
+        if shape[0] not in (1, 2, 3) or not layer.one_blob_only:
+            raise Unsupported("dims, or scales from a blob")
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        dims = src.md.dims
+        cdims = (1, dims[1]) + (1,) * (len(dims) - 2)
+        ab = self._affine_coeffs(layer, dims[1])
+        if ab is None:
+            raise Unsupported("coefficients")
+        mul, add = (self._const_value(x, shape, cdims) for x in ab)
+        if layer.type == "Bias":
+            return self._binary(layer, seg, "add", src, add)
+        self._binary(layer, seg, "mul", src, mul, [("add", add)])
+
+    def _prelu(self, layer, seg, opt) -> None:
+        dn = self.dnnl
+        shape = self._shape(layer.bottoms[0])
+        if shape[0] not in (1, 2, 3):
+            raise Unsupported("dims")
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        dims = src.md.dims
+        cdims = (1, dims[1]) + (1,) * (len(dims) - 2)
+        coeffs = layer.channel_coeffs(_shape_like(shape))
+        if coeffs is None:
+            raise Unsupported("slopes")
+        slope = self._const_value(
+            np.asarray(coeffs[0], np.float32) * np.ones(dims[1], np.float32), shape, cdims
+        )
+        tag = self._tag_of(src.md)
+        cands = [(src.md, slope.md)] + ([(src.md, dn.md(cdims, tag))] if tag else [])
+        for am, wm in cands + [(dn.md(dims, _PLAIN[len(dims)]), slope.md)]:
+            pd = dn.prelu(am, wm, am)
+            if not pd.impl.startswith("ref"):
+                break
+        src, slope = self._as_md(seg, src, am), self._as_md(seg, slope, wm)
+        self._run1(seg, pd, src, self._top(layer, src.md), [(_dnnl().ARG_WEIGHTS, slope.mem)])
+
+    def _reduction(self, layer, seg, opt) -> None:
+        dn = self.dnnl
+        shape = self._shape(layer.bottoms[0])
+        dims = shape[0]
+        if dims not in (1, 2, 3) or layer.coeff != 1.0:
+            raise Unsupported("dims or coeff")
+        axes = layer.reduced_axes(dims)
+        alg = {0: "sum", 3: "mean", 4: "max", 5: "min"}.get(layer.operation)
+        if axes is None or alg is None:
+            raise Unsupported(f"reduction {layer.operation}")
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        odims = tuple(1 if i - 1 in axes else n for i, n in enumerate(src.md.dims))
+        if dims == 3 and axes == (1, 2) and alg in ("mean", "max"):
+            # over each channel's plane: global pooling, fast in every layout
+            _, w, h, _, c, _, _ = shape
+            pool = "max" if alg == "max" else "avg_include_padding"
+            return self._pool(layer, seg, pool, odims, (h, w), (1, 1), (0, 0, 0, 0))
+        pd = dn.reduction(alg, src.md, dn.md(odims, "any"))
+        if pd.impl.startswith("ref"):
+            src = self._plain(seg, src)
+            pd = dn.reduction(alg, src.md, dn.md(odims, _PLAIN[len(odims)]))
+        self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)))
+
+    def _lrn(self, layer, seg, opt) -> None:
+        dn = self.dnnl
+        shape = self._shape(layer.bottoms[0])
+        if shape[0] != 3 or layer.local_size % 2 == 0:
+            raise Unsupported("3-D blobs and odd windows only")
+        alg = "across_channels" if layer.region_type == 0 else "within_channel"
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
+        args = (layer.local_size, float(layer.alpha), float(layer.beta), float(layer.bias))
+        pd = dn.lrn(alg, src.md, src.md, *args)
+        for tag in ("abcd", "acdb"):
+            if not pd.impl.startswith("ref"):
+                break
+            md = dn.md(src.md.dims, tag)
+            pd = dn.lrn(alg, md, md, *args)
+        src = self._as_md(seg, src, pd.md("src", src.md.dims))
+        self._run1(seg, pd, src, self._top(layer, src.md))
 
     # -- memory ------------------------------------------------------------------------------
     def _place(self) -> None:
-        """Offsets in one arena: a blob's bytes are free again after its last reader."""
-        values = [v for v in self._all_values if v.mem is not None]
+        """Offsets in one arena: a blob's bytes are free again after its last reader (its
+        views' readers included)."""
+        for v in self._all_values:
+            if v.base is not None and not v.base.const:
+                v.base.last = max(v.base.last, v.last)
+        values = [v for v in self._all_values if v.mem is not None and v.base is None and not v.const]
         values.sort(key=lambda v: v.first)
         live: list[tuple[int, int, Value]] = []  # (offset, end, value)
         top = 0
         for v in values:
             live = [x for x in live if x[2].last >= v.first]
-            live.sort()
+            live.sort(key=lambda x: (x[0], x[1]))
             size = (v.size + 63) // 64 * 64
             pos = 0
             for off, end, _ in live:
@@ -697,14 +1402,13 @@ class NativePlan:
         base = self.arena.ctypes.data
         base += (-base) % 64
         d = self.dnnl
-        for v in values:
-            assert v.mem is not None  # placed values are those with a memory
+        for v in self._all_values:
+            if v.mem is None or v.const:
+                continue
+            root = v.base if v.base is not None else v
+            addr = root.addr if root.const else base + root.offset
             d.check(
-                d.lib.dnnl_memory_set_data_handle(v.mem.ptr, d.ffi.cast("void *", base + v.offset)), "bind"
-            )
-        for view, src in getattr(self, "_views", []):
-            d.check(
-                d.lib.dnnl_memory_set_data_handle(view.ptr, d.ffi.cast("void *", base + src.offset)), "bind"
+                d.lib.dnnl_memory_set_data_handle(v.mem.ptr, d.ffi.cast("void *", addr + v.base_off)), "bind"
             )
         self.arena_bytes = top
 
@@ -750,10 +1454,35 @@ class NativePlan:
         return 0
 
 
+# the layer types the plan builds from their own method (the producers, pass-throughs and
+# elementwise layers are dispatched before)
+_LAYER_METHODS = {
+    "Pooling": NativePlan._pooling,
+    "Concat": NativePlan._concat,
+    "Eltwise": NativePlan._eltwise_layer,
+    "BinaryOp": NativePlan._binaryop,
+    "Softmax": NativePlan._softmax,
+    "Flatten": NativePlan._reshape,
+    "Reshape": NativePlan._reshape,
+    "ShuffleChannel": NativePlan._shufflechannel,
+    "Slice": NativePlan._slice,
+    "Crop": NativePlan._crop,
+    "Padding": NativePlan._padding,
+    "Interp": NativePlan._interp,
+    "Permute": NativePlan._permute,
+    "BatchNorm": NativePlan._channel_affine,
+    "Scale": NativePlan._channel_affine,
+    "Bias": NativePlan._channel_affine,
+    "PReLU": NativePlan._prelu,
+    "Reduction": NativePlan._reduction,
+    "LRN": NativePlan._lrn,
+}
+
+
 # layer types with a native form (in some shapes and settings): their inputs need no copy
 NATIVE_TYPES = frozenset(
-    "Convolution ConvolutionDepthWise InnerProduct Pooling Split Dropout Noop ReLU Clip Sigmoid TanH "
-    "Swish Mish HardSwish AbsVal Concat Eltwise BinaryOp Softmax Flatten".split()
+    [*_LAYER_METHODS, *PRODUCERS, "Split", "Dropout", "Noop", "MemoryData", "PriorBox"]
+    + "ReLU Clip Sigmoid TanH Swish Mish HardSwish AbsVal ELU HardSigmoid PReLU UnaryOp Exp Log Power".split()
 )
 
 
@@ -886,6 +1615,24 @@ def extract(ex, index: int) -> int | None:
     return _record(ex, index, key, given, opts)
 
 
+def _constant_layers(net, order: list[int]) -> set[int]:
+    """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
+    reads only its inputs' shapes, fixed per plan), and layers that read only those. A plan
+    keeps what they gave on its recording run."""
+    if "constant" in _skipped_types():
+        return set()
+    blobs: set[int] = set()
+    out: set[int] = set()
+    for li in order:
+        layer = net._layers[li]
+        if not _builtin(layer) or not layer.tops or layer.type in _skipped_types():
+            continue
+        if layer.type in ("MemoryData", "PriorBox") or (layer.bottoms and set(layer.bottoms) <= blobs):
+            out.add(li)
+            blobs.update(layer.tops)
+    return out
+
+
 def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
     """The numpy path, logging every blob's shape; then a plan built from the log, checked
     against what the numpy path computed."""
@@ -903,6 +1650,8 @@ def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
         if net._layers[li].type not in NATIVE_TYPES:
             watch.update(net._layers[li].bottoms)
     refs: dict[int, np.ndarray] = {}
+    const_layers = _constant_layers(net, order)
+    consts: dict[int, np.ndarray] = {}
 
     def step(li, opt, light):
         ret = ex._forward_cpu(li, opt, light)
@@ -913,6 +1662,8 @@ def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
                     shapes[t] = shape_of(m)
                     if t in watch:
                         refs[t] = np.array(m.numpy(), copy=True)
+                    if li in const_layers:
+                        consts[t] = np.array(m.numpy(), dtype=np.float32, copy=True)
         return ret
 
     done: dict[int, Mat] = {}
@@ -935,7 +1686,7 @@ def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
     if not all(np.isfinite(a).all() for a in refs.values()):
         return 0  # nothing to check a plan against: build one with the next (finite) input
     try:
-        plan = NativePlan(net, order, outputs, shapes, opts)
+        plan = NativePlan(net, order, outputs, shapes, opts, consts)
     except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
         if strict():
             raise
