@@ -152,8 +152,9 @@ class Window(Layer):
 
 class WeightBias(Layer):
     """A layer whose model holds ``weight_data_size`` weights, then ``num_output`` biases when
-    ``bias_term`` (none with ``dynamic_weight``: they come as input blobs), as Convolution,
-    Deconvolution and InnerProduct load theirs. ``_prepare()`` derives the forward's arrays
+    ``bias_term`` (none with ``dynamic_weight``: they come as input blobs), then a quantized
+    layer's int8 scales (``load_scales``), as Convolution, Deconvolution and InnerProduct load
+    theirs. ``_prepare()`` derives the forward's arrays
     once they are loaded."""
 
     def __init__(self) -> None:
@@ -171,7 +172,13 @@ class WeightBias(Layer):
             self.bias_data = mb.load(self.num_output, 1)
             if self.bias_data.empty():
                 return -100
+        if self.load_scales(mb) != 0:
+            return -100
         self._prepare()
+        return 0
+
+    def load_scales(self, mb) -> int:
+        """The int8 scales that follow the bias in the model (the quantized layers); 0 or -100."""
         return 0
 
     def _prepare(self) -> None:

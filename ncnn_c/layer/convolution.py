@@ -1,6 +1,17 @@
 """Convolution (2-D, fp32): im2col + one matrix product, Winograd F(4,3) for 3x3 stride 1 with
 enough channels, ncnn's padding (SAME -233/-234 included, see _geometry.py), fused activations
 (_fused_activation.py), dynamic weights.
+
+int8 (``int8_scale_term``, param 8, non-zero): after the bias the model holds one weight scale
+per output channel and the bottom blob's scale, then with 8 > 100 the top blob's. Weights
+stored as fp32 are quantized at load (``float2int8(w * weight_scale)`` per output channel),
+int8-stored ones (ModelBin's int8 flag) are used as they are. With ``opt.use_int8_inference``
+the forward is ncnn's: an fp32 input is quantized with the bottom scale (an int8 one, from a
+requantizing layer, is used as it is), padded with ``(int8) pad_value``, summed exactly in
+int32, dequantized per output channel by ``1 / (bottom_scale * weight_scale)`` fused with the
+bias, activated, and with 8 > 100 requantized to int8 with the top scale (an int8 top blob).
+Without ``use_int8_inference`` the layer runs in fp32 on the dequantized weights (ncnn would
+read the int8 weights as floats).
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from . import Param
 from ._conv import bias_act, gemm_into, native_act, native_kernels, winograd43_into, winograd43_weights
 from ._fused_activation import activation_values, check_activation, fused_activation
 from ._geometry import WeightBias, Window, copy_make_border
+from ._int8 import Int8Scales, conv_int8, float2int8, load_int8_scales, quantized_weights, store
 
 log = logging.getLogger("ncnn_c")
 
@@ -69,6 +81,9 @@ class Convolution(Window, WeightBias):
         self._wino: np.ndarray | None = None
         self._wino_done = False
         self._wino_fits = False
+        self._int8: Int8Scales | None = None
+        self._w8: np.ndarray | None = None  # (outc, inc/group * kh * kw) int8
+        self._w8k: np.ndarray | None = None  # (kh * kw, group, outc/group, inc/group) fp32
 
     # -- params and weights ------------------------------------------------------------------
     def group_count(self) -> int:
@@ -77,13 +92,8 @@ class Convolution(Window, WeightBias):
     def check_params(self) -> int:
         name = type(self).__name__
         self._act = activation_values(self.activation_params)
-        if self.int8_scale_term:
-            log.error(
-                "%s %r: int8 quantized weights (8=%d) are not supported",
-                name,
-                self.name,
-                self.int8_scale_term,
-            )
+        if self.int8_scale_term and self.dynamic_weight:
+            log.error("%s %r: int8_scale_term with dynamic_weight is not supported", name, self.name)
             return -1
         if check_activation(self):
             return -1
@@ -124,7 +134,10 @@ class Convolution(Window, WeightBias):
 
     def _prepare(self) -> None:
         # [num_output][num_input][kh][kw] flattened per output: one row of the im2col product
-        w = np.asarray(self.weight_data.numpy(), dtype=np.float32)
+        if self.int8_scale_term:
+            w = self._prepare_int8()
+        else:
+            w = np.asarray(self.weight_data.numpy(), dtype=np.float32)
         self._weight2d = np.ascontiguousarray(w.reshape(self.num_output, -1))
         self._bias = (
             np.asarray(self.bias_data.numpy(), dtype=np.float32).reshape(-1, 1) if self.bias_term else None
@@ -134,8 +147,84 @@ class Convolution(Window, WeightBias):
         self._wino_fits = False
 
     def create_pipeline(self, opt) -> int:
-        self._prepare_winograd()
+        if not (self.int8_scale_term and opt.use_int8_inference):
+            self._prepare_winograd()
         return 0
+
+    # -- int8 --------------------------------------------------------------------------------------
+    def weight_scale_count(self) -> int:
+        """How many weight scales the model stores after the bias."""
+        return self.num_output
+
+    def row_weight_scales(self, stored: np.ndarray) -> np.ndarray:
+        """The stored weight scales as one per output channel (a row of the weights)."""
+        return stored
+
+    def load_scales(self, mb) -> int:
+        name = type(self).__name__
+        if not self.int8_scale_term:
+            if self.weight_data.elemsize == 1:
+                log.error("%s %r: int8-stored weight_data needs int8_scale_term (8)", name, self.name)
+                return -100
+            return 0
+        got = load_int8_scales(self, mb, self.weight_scale_count(), self.int8_scale_term > 100)
+        if got is None:
+            return -100
+        weight, bottom, top = got
+        self._int8 = Int8Scales(self.row_weight_scales(weight), bottom, top)
+        return 0
+
+    def _prepare_int8(self) -> np.ndarray:
+        """Quantize (or take) the int8 weights; returns the dequantized fp32 weights (outc, -1)
+        the layer runs on without ``use_int8_inference``."""
+        assert self._int8 is not None  # load_scales ran
+        rows = self.weight_data.tensor().reshape(self.num_output, -1)
+        w8, w = quantized_weights(rows, self._int8.weight)
+        self._w8 = w8
+        g = self.group_count()
+        k = self.kernel_w * self.kernel_h
+        per = w8.reshape(g, self.num_output // g, -1, k)  # [group][out][in][kh*kw]
+        self._w8k = np.ascontiguousarray(per.transpose(3, 0, 1, 2), dtype=np.float32)
+        return w
+
+    def _forward_int8(self, bottom, top, opt) -> int:
+        """ncnn's forward_int8 (see the module docstring)."""
+        name = type(self).__name__
+        assert self._int8 is not None and self._w8k is not None  # load_model prepared them
+        flat = bottom.dims == 1 and self.kernel_w == self.kernel_h == 1
+        if bottom.elempack != 1 or bottom.elemsize not in (1, 4) or (bottom.dims != 3 and not flat):
+            log.error(
+                "%s %r: int8 forward needs a 3-D elempack-1 fp32 or int8 blob, got dims %d elemsize %d "
+                "elempack %d",
+                name, self.name, bottom.dims, bottom.elemsize, bottom.elempack,
+            )  # fmt: skip
+            return -1
+        x = bottom.tensor()
+        if flat:  # ncnn's deprecated 1x1-over-a-vector form, here as a 1x1 image of channels
+            x = x.reshape(-1, 1, 1)
+        if x.dtype != np.int8:
+            x = float2int8(np.multiply(x, self._int8.bottom, dtype=np.float32))
+        kk, g, _, cg = self._w8k.shape
+        if x.shape[0] != g * cg:
+            log.error("%s %r: %d input channels, weights expect %d", name, self.name, x.shape[0], g * cg)
+            return -1
+        kernel = (self.kernel_h, self.kernel_w)
+        pads = self.pads(x.shape[1:], kernel)
+        out = self.output_shape(x.shape[1:], pads, kernel)
+        if out is None:
+            return -1
+        pad = float(np.clip(np.trunc(self.pad_value), -128, 127))  # ncnn casts it to signed char
+        keep, xp = copy_make_border(x.astype(np.float32), pads[0], pads[1], pads[2], pads[3], pad, opt)
+        geom = ((self.stride_h, self.stride_w), (self.dilation_h, self.dilation_w))
+        acc = conv_int8(xp, self._w8k, kernel, *geom, (out[0], out[1]))
+        del keep, xp
+        v = self._int8.dequantize(acc, self._bias, self.activation_type, self._act)
+        if self._int8.top is not None:
+            v *= self._int8.top
+            res: np.ndarray = float2int8(v)
+        else:
+            res = v
+        return store(top, res.reshape(-1) if flat else res, opt)
 
     def _prepare_winograd(self) -> None:
         """Transform the weights for Winograd once, on the CPU path only (a GPU layer never
@@ -177,6 +266,11 @@ class Convolution(Window, WeightBias):
         if self._weight2d is None:
             self._prepare()
         assert self._weight2d is not None  # set by _prepare()
+        if self.int8_scale_term and opt.use_int8_inference:
+            return self._forward_int8(bottom, top, opt)
+        if bottom.elemsize == 1:
+            log.error("%s %r: an int8 blob needs int8 inference", type(self).__name__, self.name)
+            return -1
         if not self._wino_done:
             self._prepare_winograd()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:

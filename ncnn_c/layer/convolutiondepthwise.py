@@ -4,6 +4,10 @@ group == channels == num_output is depthwise (one kernel per channel, a native o
 or shifted numpy views); 1 < group < channels is a grouped convolution computed as one
 batched matmul over the groups; group 1 is a plain convolution. Padding, bias, fused
 activation and dynamic weights work as in Convolution.
+
+int8 as in Convolution, with ncnn's two scale layouts: int8_scale_term 1 / 101 store one
+weight scale per group, 2 / 102 a single one for every group; every group shares the bottom
+(and, > 100, the top) scale. Other values are refused (ncnn would load no scales).
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ class ConvolutionDepthWise(Convolution):
         return self.group
 
     def check_params(self) -> int:
+        if self.int8_scale_term not in (0, 1, 2, 101, 102):
+            log.error(
+                "ConvolutionDepthWise %r: int8_scale_term %d is not 1, 2, 101 or 102",
+                self.name,
+                self.int8_scale_term,
+            )
+            return -1
         if self.group <= 0:
             log.error("ConvolutionDepthWise %r: group must be positive, got %d", self.name, self.group)
             return -1
@@ -44,6 +55,13 @@ class ConvolutionDepthWise(Convolution):
             )
             return -1
         return super().check_params()
+
+    def weight_scale_count(self) -> int:
+        return self.group if self.int8_scale_term in (1, 101) else 1
+
+    def row_weight_scales(self, stored: np.ndarray) -> np.ndarray:
+        per_group = np.broadcast_to(stored, (self.group,))
+        return np.repeat(per_group, self.num_output // self.group).astype(np.float32)
 
     def _prepare(self) -> None:
         super()._prepare()
