@@ -2,7 +2,7 @@
 
 Memory is handed out as 1-D ``numpy.uint8`` arrays whose first byte is aligned to
 ``MALLOC_ALIGN`` bytes, so numpy views over them (and raw pointers handed to C users)
-see the same alignment ncnn guarantees. A pool keeps two lists, as seed 003 describes:
+see the same alignment ncnn guarantees. A pool keeps two lists, as ncnn's does:
 ``budgets`` (free blocks, ``(size, buffer)``) and ``payouts`` (blocks in use). Blocks are
 matched by identity of the array returned from ``fastMalloc``.
 

@@ -154,6 +154,16 @@ MODEL_ARGS = (MODELS / "squeezenet_v1.1.param", MODELS / "squeezenet_v1.1.bin")
 def test_c_squeezenet(c_examples, ppm, tmp_path):
     out = _run([c_examples / "squeezenet", *MODEL_ARGS, ppm, "cpu"], tmp_path)
     assert out.startswith(f"{TOP_CLASS} = 0.16")
+    # the class names come from the synset_words.txt beside the .param
+    assert out.splitlines()[0].endswith(f"  {LABELS[TOP_CLASS]}")
+
+
+@pytest.mark.capi
+def test_c_squeezenet_on_the_shipped_photo(c_examples, tmp_path):
+    # models/cat.ppm is models/cat.jpg as a PPM: a real photo works on the first run
+    out = _run([c_examples / "squeezenet", *MODEL_ARGS, MODELS / "cat.ppm", "cpu"], tmp_path)
+    top = re.match(r"(\d+) = ([\d.]+)  (.*)$", out.splitlines()[0])
+    assert top and int(top.group(1)) == 285 and top.group(3) == "Egyptian cat", out
 
 
 @pytest.mark.capi

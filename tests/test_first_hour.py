@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -177,3 +178,44 @@ def test_a_short_bin_names_the_layer_where_it_ended(caplog):
     assert msg.startswith("load_model: the .bin ended at layer #") and "it does not match the .param" in msg
     ret, msgs = _load(caplog, "load_model", b"", param=PARAM)
     assert ret == -1 and len(msgs) == 1 and "'conv1'" in msgs[0]
+
+
+# ------------------------------------------------------------------ the README, the shipped files
+
+# user-facing text speaks for itself: no pointers into the project's internal design notes
+_INTERNAL = re.compile(r"\bseed \d{3}\b|§", re.I)
+# still to reword, in a module being restructured by other work
+_KNOWN_INTERNAL = {"ncnn_c/gpu/pipelinecache.py"}
+
+
+def test_no_internal_references_in_user_facing_text():
+    files = [ROOT / "README.md", ROOT / "capi" / "README.md", ROOT / "models" / "README.md"]
+    files += [p for p in (ROOT / "examples").rglob("*") if p.suffix in (".c", ".h", ".py", ".txt")]
+    files += list((ROOT / "ncnn_c").rglob("*.py"))
+    found = {str(p.relative_to(ROOT)) for p in files if _INTERNAL.search(p.read_text(errors="replace"))}
+    assert found <= _KNOWN_INTERNAL, sorted(found - _KNOWN_INTERNAL)
+
+
+def test_the_readme_quick_start_runs(tmp_path):
+    block = re.search(r"### `pip install`\n+```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block, "README.md lost its pip install quick start"
+    lines = block.group(1).splitlines()
+    assert any(re.match(r"pip install '\.\[image\]'", line) for line in lines)  # Pillow comes with it
+    (run,) = [line.split("#")[0].split() for line in lines if line.startswith("python -m ncnn_c run ")]
+    r = subprocess.run(
+        [sys.executable, *run[1:], "--top", "1"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env={**os.environ, "NCNN_C_CACHE_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"class\s+285\s+Egyptian cat", r.stdout)  # the shipped photo, classified
+    assert "preprocessing of input 'data'" in r.stderr
+
+
+def test_the_shipped_photo_has_a_ppm_twin():
+    from PIL import Image
+
+    with Image.open(MODELS / "cat.jpg") as jpg, Image.open(MODELS / "cat.ppm") as ppm:
+        assert jpg.size == ppm.size and ppm.mode == "RGB"
+        diff = np.abs(np.asarray(jpg.convert("RGB"), np.int16) - np.asarray(ppm, np.int16))
+    assert diff.mean() < 4  # the same picture, but for JPEG's loss

@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* An 8-bit binary PPM (P6) as packed BGR, the channel order ncnn's SqueezeNet expects. */
-static unsigned char* read_ppm_bgr(const char* path, int* w, int* h)
+static inline unsigned char* read_ppm_bgr(const char* path, int* w, int* h)
 {
     FILE* fp = fopen(path, "rb");
     char magic[3] = {0};
@@ -67,27 +67,66 @@ static unsigned char* read_ppm_bgr(const char* path, int* w, int* h)
     return px;
 }
 
-/* Prints the k best of n scores, with the class names of a synset_words.txt when given one. */
-static void print_topk(const float* scores, int n, int k, const char* labels_path)
+/* The class names of a synset_words.txt (a WordNet id, a space, the names; one class a line),
+ * NULL when there is no such file; *count is how many were read. */
+static inline char** load_labels(const char* path, int* count)
 {
-    char** names = NULL;
     char line[1024];
+    char** names = NULL;
+    int cap = 0;
+    FILE* fp = path ? fopen(path, "r") : NULL;
+    *count = 0;
+    if (!fp)
+        return NULL;
+    while (fgets(line, sizeof(line), fp))
+    {
+        char* name = strchr(line, ' '); /* skip the WordNet id */
+        char** grown;
+        name = name ? name + 1 : line;
+        name[strcspn(name, "\r\n")] = 0;
+        if (*count == cap)
+        {
+            cap = cap ? cap * 2 : 1024;
+            grown = (char**)realloc(names, sizeof(char*) * (size_t)cap);
+            if (!grown)
+                break;
+            names = grown;
+        }
+        names[*count] = (char*)malloc(strlen(name) + 1);
+        if (!names[*count])
+            break;
+        strcpy(names[(*count)++], name);
+    }
+    fclose(fp);
+    return names;
+}
+
+static inline void free_labels(char** names, int count)
+{
+    int i;
+    for (i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* "synset_words.txt" in the directory of the file `model` (its .param), written into buf. */
+static inline const char* labels_beside(const char* model, char* buf, size_t size)
+{
+    const char* slash = strrchr(model, '/');
+    size_t dir = slash ? (size_t)(slash - model) + 1 : 0;
+    if (dir + sizeof("synset_words.txt") > size)
+        return NULL;
+    memcpy(buf, model, dir);
+    strcpy(buf + dir, "synset_words.txt");
+    return buf;
+}
+
+/* Prints the k best of n scores, with the class names of a synset_words.txt when given one. */
+static inline void print_topk(const float* scores, int n, int k, const char* labels_path)
+{
     int i, j, count = 0;
     int* top = (int*)malloc(sizeof(int) * (size_t)k);
-    FILE* fp = labels_path ? fopen(labels_path, "r") : NULL;
-    if (fp)
-    {
-        names = (char**)calloc((size_t)n, sizeof(char*));
-        while (count < n && fgets(line, sizeof(line), fp))
-        {
-            char* name = strchr(line, ' '); /* skip the WordNet id */
-            name = name ? name + 1 : line;
-            name[strcspn(name, "\r\n")] = 0;
-            names[count] = (char*)malloc(strlen(name) + 1);
-            strcpy(names[count++], name);
-        }
-        fclose(fp);
-    }
+    char** names = load_labels(labels_path, &count);
     for (j = 0; j < k; j++) /* selection: k is small */
     {
         top[j] = -1;
@@ -101,9 +140,7 @@ static void print_topk(const float* scores, int n, int k, const char* labels_pat
         }
         printf("  %.4f  class %3d  %s\n", scores[top[j]], top[j], top[j] < count ? names[top[j]] : "");
     }
-    for (i = 0; i < count; i++)
-        free(names[i]);
-    free(names);
+    free_labels(names, count);
     free(top);
 }
 

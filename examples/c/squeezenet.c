@@ -1,78 +1,20 @@
 /* SqueezeNet v1.1 classification through ncnn's C API, with a persistent Vulkan
- * pipeline cache (the usage of seed 000 section 8.3). Compiles unchanged against ncnn.
+ * pipeline cache: load the cache, load the net, run one image, save the cache.
+ * Compiles unchanged against ncnn.
  *
  *   squeezenet PARAM BIN IMAGE.ppm [cpu|vulkan] [CACHE_PATH]
  *
- * IMAGE is a binary PPM (P6, 8-bit). With "vulkan" the pipeline cache is loaded from
- * CACHE_PATH before the model (a missing file is a cache miss, not an error) and saved
- * after the run, so the second run starts warm.
+ * IMAGE is a binary PPM (P6, 8-bit), such as models/cat.ppm. With "vulkan" the pipeline
+ * cache is loaded from CACHE_PATH before the model (a missing file is a cache miss, not an
+ * error) and saved after the run, so the second run starts warm. The top 5 classes are
+ * printed with their names when a synset_words.txt lies next to PARAM.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "c_api.h"
-
-/* An 8-bit P6 PPM as a packed BGR buffer (what ncnn's SqueezeNet expects). */
-static unsigned char* read_ppm_bgr(const char* path, int* w, int* h)
-{
-    FILE* fp = fopen(path, "rb");
-    char magic[3] = {0};
-    int maxval = 0, i, c;
-    unsigned char* px;
-    size_t n;
-    if (!fp)
-    {
-        fprintf(stderr, "cannot open %s\n", path);
-        return NULL;
-    }
-    if (fscanf(fp, "%2s", magic) != 1 || strcmp(magic, "P6") != 0)
-    {
-        fprintf(stderr, "%s: not a binary PPM (P6)\n", path);
-        fclose(fp);
-        return NULL;
-    }
-    /* header fields may be separated by comments */
-    for (i = 0; i < 3; i++)
-    {
-        int* field = i == 0 ? w : i == 1 ? h : &maxval;
-        while ((c = fgetc(fp)) == '#' || c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            if (c == '#')
-                while ((c = fgetc(fp)) != '\n' && c != EOF)
-                    ;
-        ungetc(c, fp);
-        if (fscanf(fp, "%d", field) != 1)
-        {
-            fprintf(stderr, "%s: bad PPM header\n", path);
-            fclose(fp);
-            return NULL;
-        }
-    }
-    fgetc(fp); /* the single whitespace before the raster */
-    if (*w <= 0 || *h <= 0 || maxval != 255)
-    {
-        fprintf(stderr, "%s: unsupported PPM (%dx%d, maxval %d)\n", path, *w, *h, maxval);
-        fclose(fp);
-        return NULL;
-    }
-    n = (size_t)*w * (size_t)*h * 3;
-    px = (unsigned char*)malloc(n);
-    if (!px || fread(px, 1, n, fp) != n)
-    {
-        fprintf(stderr, "%s: truncated raster\n", path);
-        free(px);
-        fclose(fp);
-        return NULL;
-    }
-    fclose(fp);
-    for (i = 0; i < *w * *h; i++)
-    {
-        unsigned char r = px[i * 3];
-        px[i * 3] = px[i * 3 + 2];
-        px[i * 3 + 2] = r;
-    }
-    return px;
-}
+#include "common.h"
 
 int main(int argc, char** argv)
 {
@@ -92,6 +34,9 @@ int main(int argc, char** argv)
     ncnn_extractor_t ex;
     const float mean_vals[3] = {104.f, 117.f, 123.f};
     const float* prob;
+    char labels_path[4096];
+    char** labels;
+    int label_count = 0;
 
     if (argc < 4)
     {
@@ -107,6 +52,7 @@ int main(int argc, char** argv)
     bgr = read_ppm_bgr(imagepath, &w, &h);
     if (!bgr)
         return 2;
+    labels = load_labels(labels_beside(param, labels_path, sizeof(labels_path)), &label_count);
 
     if (use_vulkan)
     {
@@ -114,6 +60,7 @@ int main(int argc, char** argv)
         if (!pipeline_cache)
         {
             fprintf(stderr, "no Vulkan device %d\n", device_index);
+            free_labels(labels, label_count);
             free(bgr);
             return 3;
         }
@@ -162,7 +109,10 @@ int main(int argc, char** argv)
                 if (!taken && (top[k] < 0 || prob[i] > prob[top[k]]))
                     top[k] = i;
             }
-            printf("%d = %f\n", top[k], prob[top[k]]);
+            if (top[k] < label_count)
+                printf("%d = %f  %s\n", top[k], prob[top[k]], labels[top[k]]);
+            else
+                printf("%d = %f\n", top[k], prob[top[k]]);
         }
         ret = 0;
     }
@@ -186,6 +136,7 @@ done:
     ncnn_net_destroy(net);
     if (pipeline_cache)
         ncnn_pipelinecache_destroy(pipeline_cache);
+    free_labels(labels, label_count);
     free(bgr);
     return ret;
 }

@@ -1,6 +1,6 @@
 """Layer base class and the layer registry.
 
-The contract is ncnn's (seed 003): ``load_param(pd)``, ``load_model(mb)``,
+The contract is ncnn's: ``load_param(pd)``, ``load_model(mb)``,
 ``create_pipeline(opt)``, ``destroy_pipeline(opt)``, and the forward template:
 ``forward`` falls back to ``clone + forward_inplace`` for layers that support
 in-place operation. Flags (``one_blob_only``, ``support_inplace``, ``support_vulkan`` ...)
@@ -212,7 +212,7 @@ class Layer:
     def destroy_pipeline(self, opt) -> int:
         return 0
 
-    # -- CPU forward (the template of seed 003) -------------------------------------------
+    # -- CPU forward (ncnn's template) ----------------------------------------------------
     def forward(self, bottom, top, opt) -> int:
         if not self.support_inplace:
             return -1

@@ -1,7 +1,7 @@
 """Net: the loaded graph of layers and blobs, custom layer registration, weights,
 pipelines and the Vulkan device.
 
-The structure follows ncnn (seed 003): a Net owns blobs (with their producer and
+The structure follows ncnn's: a Net owns blobs (with their producer and
 consumer layers) and layers; an Extractor (``extractor.py``) runs them. Loaders never
 raise: they return 0 / -1 and log one line that says which line, layer or byte offset
 was wrong. The Vulkan modules are reached only through ``vulkan_forward._gpu()``, so a
