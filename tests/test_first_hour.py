@@ -219,3 +219,13 @@ def test_the_shipped_photo_has_a_ppm_twin():
         assert jpg.size == ppm.size and ppm.mode == "RGB"
         diff = np.abs(np.asarray(jpg.convert("RGB"), np.int16) - np.asarray(ppm, np.int16))
     assert diff.mean() < 4  # the same picture, but for JPEG's loss
+
+
+@pytest.mark.parametrize("cls", [ncnn.Net, ncnn.Extractor])
+def test_the_public_methods_say_what_they_do(cls):
+    import inspect
+
+    bare = [
+        n for n, f in vars(cls).items() if not n.startswith("_") and callable(f) and not inspect.getdoc(f)
+    ]
+    assert bare == [], f"{cls.__name__}: {bare}"

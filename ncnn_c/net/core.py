@@ -166,6 +166,7 @@ class Net:
 
     # -- Vulkan device ----------------------------------------------------------------------
     def set_vulkan_device(self, device) -> None:
+        """Run on ``device``, a VulkanDevice or a GPU index (None: the default GPU, taken at load)."""
         if device is None:
             self._vkdev = None
             return
@@ -179,6 +180,7 @@ class Net:
         self._vkdev = device
 
     def vulkan_device(self):
+        """The VulkanDevice the net runs on, or None (no GPU chosen or available)."""
         return self._vkdev
 
     def _acquire_vkdev(self):
@@ -211,6 +213,7 @@ class Net:
         return self._load("load_param", src, parse_text)
 
     def load_param_mem(self, text) -> int:
+        """Text .param from a str or bytes in memory; 0, or -1 with one log line."""
         if isinstance(text, str):
             text = text.encode("utf-8")
         if not isinstance(text, (bytes, bytearray, memoryview)):
@@ -301,6 +304,7 @@ class Net:
                 fp.close()
 
     def load_model_mem(self, mem) -> int:
+        """Weights from bytes in memory (a .bin's content); 0, or -1 with one log line."""
         if not isinstance(mem, (bytes, bytearray, memoryview)):
             log.error("load_model_mem: expected bytes, got %s", type(mem).__name__)
             return -1
@@ -537,27 +541,35 @@ class Net:
 
     # -- queries ----------------------------------------------------------------------------
     def blobs(self) -> list[Blob]:
+        """The blobs (name, producer and consumer layer indexes), in index order."""
         return list(self._blobs)
 
     def layers(self) -> list[Layer]:
+        """The layers, in the .param's order."""
         return list(self._layers)
 
     def input_indexes(self) -> list[int]:
+        """Blob indexes of the Input layers' tops."""
         return list(self._input_indexes)
 
     def output_indexes(self) -> list[int]:
+        """Blob indexes no layer consumes: the net's outputs."""
         return list(self._output_indexes)
 
     def input_names(self) -> list[str]:
+        """Names of the input blobs (the Input layers' tops), for ``Extractor.input``."""
         return [self._blobs[i].name for i in self._input_indexes]
 
     def output_names(self) -> list[str]:
+        """Names of the output blobs (consumed by no layer), for ``Extractor.extract``."""
         return [self._blobs[i].name for i in self._output_indexes]
 
     def find_blob_index_by_name(self, name: str) -> int:
+        """The index of blob ``name``, or -1."""
         return self._blob_by_name.get(name, -1)
 
     def find_layer_index_by_name(self, name: str) -> int:
+        """The index of the first layer named ``name``, or -1."""
         for i, layer in enumerate(self._layers):
             if layer.name == name:
                 return i
@@ -591,4 +603,5 @@ class Net:
             self._owned_cache = None
 
     def create_extractor(self) -> Extractor:
+        """A new Extractor: one inference's inputs and results, with a copy of ``opt``."""
         return Extractor(self)

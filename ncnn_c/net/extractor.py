@@ -88,39 +88,51 @@ class Extractor(VulkanForward):
 
     # -- options --------------------------------------------------------------------------
     def set_light_mode(self, enable: bool) -> None:
+        """Light mode (default on): free each intermediate blob once its last consumer ran."""
         self.opt.lightmode = bool(enable)
 
     def set_num_threads(self, num_threads: int) -> None:
+        """CPU threads for this extractor's layers."""
         self.opt.num_threads = int(num_threads)
 
     def set_blob_allocator(self, allocator) -> None:
+        """The CPU allocator for blobs (None: the default)."""
         self.opt.blob_allocator = allocator
 
     def set_workspace_allocator(self, allocator) -> None:
+        """The CPU allocator for layers' scratch memory (None: the default)."""
         self.opt.workspace_allocator = allocator
 
     def set_blob_vkallocator(self, allocator) -> None:
+        """The Vulkan allocator for blobs on the GPU (None: the device's)."""
         self.opt.blob_vkallocator = allocator
 
     def set_workspace_vkallocator(self, allocator) -> None:
+        """The Vulkan allocator for layers' scratch memory on the GPU (None: the device's)."""
         self.opt.workspace_vkallocator = allocator
 
     def set_staging_vkallocator(self, allocator) -> None:
+        """The Vulkan allocator for host-visible upload/download buffers (None: the device's)."""
         self.opt.staging_vkallocator = allocator
 
     def set_kvcache_allocator(self, allocator) -> None:
+        """The CPU allocator for key/value caches."""
         self.opt.kvcache_allocator = allocator
 
     def set_kvcache_vkallocator(self, allocator) -> None:
+        """The Vulkan allocator for key/value caches."""
         self.opt.kvcache_vkallocator = allocator
 
     def set_kvcache_max_seqlen_hint(self, max_seqlen_hint: int) -> None:
+        """The longest sequence a key/value cache should plan for."""
         self.opt.kvcache_max_seqlen_hint = int(max_seqlen_hint)
 
     def set_option(self, opt: Option) -> None:
+        """Replace this extractor's options by a copy of ``opt``."""
         self.opt = opt.copy()
 
     def clear(self) -> None:
+        """Forget every input and computed blob: the extractor can be fed again."""
         self._release_replay()
         n = len(self._mats)
         self._mats = [None] * n
