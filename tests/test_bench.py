@@ -117,7 +117,9 @@ def test_vs_ncnn_table_chart_and_failures(tmp_path):
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[1].split() == [
+    # the title, then the machine and its load average (a figure means little without them)
+    assert lines[1].startswith("machine: ") and "load average" in lines[1]
+    assert lines[2].split() == [
         "model",
         "ours",
         "ms",
@@ -140,5 +142,6 @@ def test_vs_ncnn_table_chart_and_failures(tmp_path):
     broken = next(line for line in lines if line.startswith("broken"))
     assert "fails: " in broken and "unknown layer type 'NoSuchLayer'" in broken
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "ncnn_c slower with" not in r.stdout  # one thread count: nothing to compare
     r = subprocess.run(cmd[:2] + ["--models", "nosuchmodel"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nosuchmodel'" in r.stderr
