@@ -22,6 +22,17 @@ brings its output *before* the fused activation to RMS 1 (RMS 3 for the heads a
 detection layer reads; the factor is a power of 2^(1/4), so the bytes do not hang on the
 last bit of a sum). Every later layer sees calibrated inputs, so one pass suffices. Inputs
 without a shape in the .param take ``input_shape`` (``--shape``, default 3x224x224).
+
+int8 layers (Convolution, ConvolutionDepthWise, InnerProduct with ``int8_scale_term``) get
+their scales as ncnn's calibration tools would write them: weight scales 127 / max|w| per
+output channel (per group, or one, as the layer stores them), the bottom scale 127 / max|x| of
+the layer's input in the calibration forward (which runs in fp32), and with 8 > 100 the top
+scale 127 / max|y| of its activated output, which is the next layer's input, so a requantized
+int8 blob means what its consumer's bottom scale says. The weights are written as fp32 (the
+layer quantizes them at load) or, with ``--int8``, in ncnn's int8 storage (flag 0x000D4B38),
+quantized with those scales. Quantize's scales come from the calibration too; Dequantize's and
+Requantize's are near 1/127 in, 1 out. An int8 Embed table is written as int8 with a scale
+that makes its values unit-sized.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ import sys
 import numpy as np
 
 from ..mat import Mat
-from ..modelbin import FP16_TAG, ModelBin
+from ..modelbin import FP16_TAG, INT8_TAG, ModelBin
 
 log = logging.getLogger("ncnn_c")
 
@@ -61,6 +72,10 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "MultiHeadAttention": ("weight", "bias", "weight", "bias", "weight", "bias", "weight", "bias"),
     "Gemm": ("weight", "weight", "shift"),
 }
+# layers whose int8_scale_term adds scales after their weights and bias
+_INT8_LAYERS = frozenset(("Convolution", "ConvolutionDepthWise", "InnerProduct"))
+# an int8 Embed table's values are integers; this scale makes them unit-sized
+_EMBED_INT8_SCALE = 127.0 / 3.0
 # the He gain: 2 for ReLU-like activations, which most of these networks use
 _GAIN = 2.0
 
@@ -96,7 +111,7 @@ class _RecordingModelBin(ModelBin):
         self.count = 0
 
     def _role(self) -> str:
-        roles = _ROLES.get(self.layer.type, ())
+        roles = _roles(self.layer)
         return roles[self.count] if self.count < len(roles) else "data"
 
     def _values(self, n: int, role: str) -> np.ndarray:
@@ -113,6 +128,12 @@ class _RecordingModelBin(ModelBin):
             return g.uniform(0.7, 1.3, n)
         if role == "slope":
             return g.uniform(0.0, 0.3, n)
+        if role in ("bottom scale", "top scale"):
+            return np.ones(n)  # set from the calibration forward when written
+        if role == "dequantize scale":
+            return g.uniform(0.7, 1.3, n) / 127.0
+        if role == "embed scale":
+            return np.full(n, _EMBED_INT8_SCALE)
         return g.standard_normal(n)
 
     def load_1d(self, w: int, type_: int) -> Mat:
@@ -122,7 +143,18 @@ class _RecordingModelBin(ModelBin):
             )
             return Mat()
         role = self._role()
-        values = self._values(w, role).astype(np.float32)
+        if role == "int8 table":  # an Embed whose table must be int8-stored
+            table = self.gen.integers(-127, 128, w).astype(np.int8)
+            self.count += 1
+            self.blobs.append((table, type_, role))
+            return Mat.from_tensor(table) if w else Mat()
+        if role == "weight scale":
+            # 127 / max|w| per row of the layer's first blob: per output channel, per group or one
+            weight = self.blobs[0][0]
+            absmax = np.abs(weight.reshape(w, -1)).max(axis=1) if w else weight[:0]
+            values = (127.0 / np.where(absmax > 0, absmax, 1.0)).astype(np.float32)
+        else:
+            values = self._values(w, role).astype(np.float32)
         self.count += 1
         self.blobs.append((values, type_, role))
         if type_ == 0 and self.fp16:
@@ -133,9 +165,30 @@ class _RecordingModelBin(ModelBin):
         return Mat.from_tensor(values)
 
 
+def _roles(layer) -> tuple[str, ...]:
+    """The role of each blob ``layer`` loads, in load order (see _ROLES)."""
+    term = int(getattr(layer, "int8_scale_term", 0) or 0)
+    if layer.type in _INT8_LAYERS and term:
+        roles = ("weight",) + (("bias",) if layer.bias_term else ())
+        roles += ("weight scale", "bottom scale")
+        return roles + (("top scale",) if term > 100 and layer.type != "InnerProduct" else ())
+    if layer.type == "Embed" and term:
+        return ("int8 table",) + (("shift",) if layer.bias_term else ()) + ("embed scale",)
+    if layer.type == "Quantize":
+        return ("bottom scale",)
+    if layer.type == "Dequantize":
+        return ("dequantize scale", "shift")
+    if layer.type == "Requantize":
+        return ("dequantize scale", "scale", "shift")
+    return _ROLES.get(layer.type, ())
+
+
 def _write_blob(out: io.BytesIO, values: np.ndarray, type_: int, fp16: bool) -> None:
-    """One blob as ncnn stores it: type 1 raw fp32, type 0 flagged fp32 or fp16; 4-byte aligned."""
-    if type_ == 1:
+    """One blob as ncnn stores it: type 1 raw fp32, type 0 flagged fp32, fp16 or (int8 values)
+    int8; 4-byte aligned."""
+    if values.dtype == np.int8:
+        out.write(struct.pack("<I", INT8_TAG) + values.tobytes())
+    elif type_ == 1:
         out.write(values.astype("<f4").tobytes())
     elif fp16:
         out.write(struct.pack("<I", FP16_TAG) + values.astype("<f2").tobytes())
@@ -151,8 +204,12 @@ def _quantized_gain(rms: float, target: float = 1.0) -> float:
     return float(2.0 ** (round(np.log2(target / rms) * _STEPS) / _STEPS))
 
 
-def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, float]:
-    """The weight factor of each calibrated layer (by index), from one fp32 CPU forward.
+def _calibrate(
+    net, seed: int, input_shape: tuple[int, int, int]
+) -> tuple[dict[int, float], dict[int, tuple[np.ndarray, float]]]:
+    """The weight factor of each calibrated layer (by index), from one fp32 CPU forward, and
+    for each layer that takes int8 scales its input's max|x| (per channel) and its activated
+    output's max|y|.
 
     Layers run in .param order (ncnn's files list producers first) on numpy-backed Mats; a
     calibrated layer runs without its fused activation, its output is rescaled by the
@@ -168,6 +225,8 @@ def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, f
     opt.use_packing_layout = False
     opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
     opt.use_bf16_storage = False
+    # int8 layers run in fp32 (on their dequantized weights): the scales are what is measured
+    opt.use_int8_inference = False
     opt.lightmode = False
     # one thread: np.errstate below is per thread
     opt.num_threads = 1
@@ -182,6 +241,7 @@ def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, f
     gen = np.random.default_rng([seed, 1])
     mats: dict[int, Mat] = {}
     gains: dict[int, float] = {}
+    ranges: dict[int, tuple[np.ndarray, float]] = {}
     # layers add whole padded channel storage (Eltwise), whose gaps hold whatever the
     # allocator left there: overflow there is noise, not a calibration error
     with np.errstate(over="ignore", invalid="ignore"):
@@ -198,6 +258,10 @@ def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, f
             if not calibrated and not any(t in last_use for t in layer.tops):
                 continue  # an output (or a Noop gathering outputs): nothing later depends on it
             activation = int(layer.activation_type) if calibrated else 0
+            measured = any(r in ("bottom scale", "top scale") for r in _roles(layer))
+            if measured:
+                x = np.abs(np.asarray(mats[layer.bottoms[0]].numpy(), dtype=np.float32))
+                in_absmax = x.reshape(x.shape[0], -1).max(axis=1) if x.ndim > 1 else x.max(keepdims=True)
             if calibrated:
                 layer.activation_type = 0
             try:
@@ -228,13 +292,51 @@ def _calibrate(net, seed: int, input_shape: tuple[int, int, int]) -> dict[int, f
                     pre, activation, activation_values(getattr(layer, "activation_params", None))
                 )
                 tops = [Mat.from_tensor(pre)]
+            if measured:
+                ranges[li] = (in_absmax, float(np.abs(np.asarray(tops[0].numpy(), dtype=np.float32)).max()))
             for t, m in zip(layer.tops, tops, strict=False):
                 if t in last_use:
                     mats[t] = m
             for b in layer.bottoms:
                 if last_use.get(b) == li:
                     del mats[b]
-    return gains
+    return gains, ranges
+
+
+def _int8_scale(absmax) -> np.ndarray:
+    """127 / max|x|: the scale that maps a range onto int8 (1 for an all-zero range)."""
+    a = np.asarray(absmax, dtype=np.float64)
+    return (127.0 / np.where(a > 0, a, 1.0)).astype(np.float32)
+
+
+def _written(layer_blobs: list, gain: float, measured, int8: bool) -> list:
+    """(values, type) of a layer's blobs as written: weight and bias times the layer's
+    calibration factor (its weight scales divided by it), the blob scales from the calibration,
+    with ``int8`` the weights quantized into int8 storage."""
+    g = np.float32(gain)
+    stored = {role: values for values, _, role in layer_blobs}
+    out = []
+    for values, type_, role in layer_blobs:
+        if role == "weight" and "weight scale" in stored:
+            scale = stored["weight scale"]
+            if int8:  # the int8 values do not change with the factor, their scale does
+                from ..layer._int8 import float2int8
+
+                rows = values.reshape(scale.size, -1)
+                values = float2int8(rows * scale[:, None]).reshape(-1)
+            else:
+                values = values * g
+        elif role in ("weight", "bias"):
+            values = values * g
+        elif role == "weight scale":
+            values = values / g
+        elif role == "bottom scale" and measured is not None:
+            absmax = measured[0]
+            values = _int8_scale(absmax.max() if values.size == 1 or values.size != absmax.size else absmax)
+        elif role == "top scale" and measured is not None:
+            values = _int8_scale(np.full(values.size, measured[1]))
+        out.append((values, type_))
+    return out
 
 
 def random_weights(
@@ -242,11 +344,12 @@ def random_weights(
     seed: int = 0,
     fp16: bool = False,
     input_shape: tuple[int, int, int] = _DEFAULT_SHAPE,
+    int8: bool = False,
 ) -> bytes:
     """The .bin bytes for ``param_path``; raises ValueError naming the layer that cannot load.
 
     ``input_shape`` (c, h, w) is the calibration input of an Input layer whose shape the
-    .param leaves out."""
+    .param leaves out. ``int8``: the weights of int8 layers in ncnn's int8 storage."""
     from ..net import Net
 
     net = Net()
@@ -260,7 +363,7 @@ def random_weights(
         if layer.load_model(mb) != 0:
             raise ValueError(f"{param_path}: layer {layer.type} {layer.name!r} failed to load its weights")
     try:
-        gains = _calibrate(net, seed, input_shape)
+        gains, ranges = _calibrate(net, seed, input_shape)
     except ValueError as e:
         shape = ",".join(map(str, input_shape))
         raise ValueError(
@@ -269,10 +372,7 @@ def random_weights(
         ) from None
     out = io.BytesIO()
     for li, layer_blobs in enumerate(blobs):
-        gain = np.float32(gains.get(li, 1.0))
-        for values, type_, role in layer_blobs:
-            if role in ("weight", "bias") and li in gains:
-                values = values * gain
+        for values, type_ in _written(layer_blobs, gains.get(li, 1.0), ranges.get(li), int8):
             _write_blob(out, values, type_, fp16)
     return out.getvalue()
 
@@ -286,6 +386,9 @@ def main(argv=None) -> int:
     ap.add_argument("out", help="the .bin to write")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("--fp16", action="store_true", help="store flagged weights as fp16, as ncnn2table does")
+    ap.add_argument(
+        "--int8", action="store_true", help="store the weights of int8 layers as int8 (ncnn's int8 storage)"
+    )
     ap.add_argument(
         "--shape",
         default="3,224,224",
@@ -301,7 +404,7 @@ def main(argv=None) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
-        data = random_weights(args.param, args.seed, args.fp16, shape)
+        data = random_weights(args.param, args.seed, args.fp16, shape, args.int8)
     except (ValueError, OSError) as e:
         print(f"randbin: {e}", file=sys.stderr)
         return 1
