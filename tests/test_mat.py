@@ -127,8 +127,15 @@ def test_ndarray_round_trip_matches_oracle(shape):
     ref = ncnn.Mat(keep)
     ours = Mat(src)
     assert fields(ours) == fields(ref)
-    # the oracle wraps the array unpadded; ours copies into a freshly created (padded) Mat
-    assert ours.cstep == ncnn.Mat(*reversed(shape)).cstep
+    one_channel = len(shape) <= 2 or shape[0] == 1
+    if one_channel or shape[-1] * shape[-2] * 4 % 16 == 0:
+        # wrapped: unpadded (ncnn's cstep = w*h*d for one channel, 16-byte channels otherwise)
+        assert np.shares_memory(ours.raw(), src) and ours.refcount is None
+        assert ours.cstep == (int(np.prod(shape[-2:])) if one_channel else ref.cstep)
+    else:
+        # several channels needing padding: a copy into a freshly created (padded) Mat
+        assert not np.shares_memory(ours.raw(), src) and ours.refcount == 1
+        assert ours.cstep == ncnn.Mat(*reversed(shape)).cstep
     np.testing.assert_array_equal(np.array(ours), np.array(ref))
     np.testing.assert_array_equal(ours.numpy(), src)
     assert np.array(ours).shape == shape
@@ -154,15 +161,15 @@ def test_float64_array_becomes_float32():
     np.testing.assert_allclose(np.array(m), np.linspace(0, 1, 10), rtol=1e-7)
 
 
-def test_mat_from_array_copies_and_numpy_is_a_view():
-    src = np.zeros((2, 3, 4), np.float32)
+def test_mat_from_array_copies_padded_channels_and_numpy_is_a_view():
+    src = np.zeros((2, 3, 5), np.float32)  # 15-float channels: ncnn_c pads them to 16
     m = Mat(src)
     src[0, 0, 0] = 5
-    assert np.array(m)[0, 0, 0] == 0  # contract: Mat(ndarray) copies
+    assert np.array(m)[0, 0, 0] == 0  # contract: such an array is copied
     v = m.numpy()
-    v[1, 2, 3] = 7
-    assert m.tensor()[1, 2, 3] == 7
-    assert m.channel(1).tensor()[2, 3] == 7
+    v[1, 2, 4] = 7
+    assert m.tensor()[1, 2, 4] == 7
+    assert m.channel(1).tensor()[2, 4] == 7
 
 
 def test_array_protocol_copy_and_dtype_keywords():
@@ -221,11 +228,16 @@ def test_getitem_setitem_len_match_oracle():
     assert ours[3] == ref[3] == 3.0
     ours[4] = 9.5
     assert np.array(ours)[4] == 9.5
-    # ours copied the array into a padded Mat: indexes reach cstep * c, as in ncnn's own Mats
-    assert ours.total() == ncnn.Mat(10).total() == 12
-    ours[11]
+    # ours wraps the 40 bytes of the array: indexes reach its end, not a padding it lacks
+    assert ours.total() == 10 and ncnn.Mat(10).total() == 12
+    assert ours[-1] == ours[9] == 9.0
     with pytest.raises(IndexError):
-        ours[12]
+        ours[10]
+    # a Mat of its own reaches cstep * c (padding included), as ncnn's operator[]
+    m = Mat(10)
+    m[11] = 1.0
+    with pytest.raises(IndexError):
+        m[12]
 
 
 def test_repr_and_shape():

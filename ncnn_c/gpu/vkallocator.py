@@ -47,19 +47,21 @@ class VkBufferMemory:
 
 
 class VkImageMemory:
-    """ncnn's image-backed device memory (``width`` x ``height`` x ``depth`` texels).
+    """What ncnn's ``fastMalloc(w, h, c, elemsize, elempack)`` returns: ``width`` x ``height``
+    x ``depth`` texels.
 
-    ncnn_c computes on storage buffers only, so no allocator hands these out; the class exists
-    for code that names or inspects it (``fastMalloc(w, h, c, elemsize, elempack)`` returns None).
+    ncnn_c computes on storage buffers only and creates no VkImage: the texels are a range of
+    the allocator's buffer memory (``_range``, a VkBufferMemory), reserved until ``fastFree``.
     """
 
-    __slots__ = ("width", "height", "depth", "refcount", "__weakref__")
+    __slots__ = ("width", "height", "depth", "refcount", "_range", "__weakref__")
 
     def __init__(self, width: int = 0, height: int = 0, depth: int = 0) -> None:
         self.width = width
         self.height = height
         self.depth = depth
         self.refcount = 0
+        self._range: VkBufferMemory | None = None
 
     def __repr__(self) -> str:
         return f"<VkImageMemory {self.width}x{self.height}x{self.depth}>"
@@ -133,7 +135,8 @@ class VkAllocator:
 
     @property
     def image_memory_type_index(self) -> int:
-        return -1  # no images (see VkImageMemory)
+        """Vulkan memory type of this allocator's image memory (-1: it has none)."""
+        return -1
 
     def fastFree(self, bm) -> None:
         raise NotImplementedError
@@ -210,11 +213,37 @@ class VkBlobAllocator(VkAllocator):
         _vk.destroy_buffer(dev, block.buffer)
         _vk.free_memory(dev, block.memory)
 
+    # elempacks ncnn's fastMalloc(w, h, c, elemsize, elempack) accepts (None: any)
+    image_elempacks: tuple[int, ...] | None = (1, 4, 8)
+
+    @property
+    def image_memory_type_index(self) -> int:
+        """The memory type image memory comes from: this allocator's buffer memory, since
+        ncnn_c's images are buffer ranges (see VkImageMemory)."""
+        return self.buffer_memory_type_index
+
+    def _image(self, w: int, h: int, c: int, elemsize: int, elempack: int) -> VkImageMemory | None:
+        """ncnn's ``fastMalloc(w, h, c, elemsize, elempack)``: ``w*h*c`` texels of ``elemsize``
+        bytes, as a range of buffer memory (ncnn_c binds no VkImage)."""
+        if self.image_elempacks is not None and elempack not in self.image_elempacks:
+            log.error("VkAllocator.fastMalloc: image elempack must be one of %s", self.image_elempacks)
+            return None
+        size = int(w) * int(h) * int(c) * int(elemsize)
+        if size <= 0:
+            log.error("VkAllocator.fastMalloc: empty image %dx%dx%d", w, h, c)
+            return None
+        bm = self.fastMalloc(size)
+        if bm is None:
+            return None
+        img = VkImageMemory(int(w), int(h), int(c))
+        img._range = bm
+        return img
+
     def fastMalloc(self, size: int, *image_shape: int):
         if image_shape:
-            # the PyPI overload fastMalloc(w, h, c, elemsize, elempack) asks for an image
-            log.error("VkAllocator.fastMalloc: image memory is not supported, use buffers")
-            return None
+            if len(image_shape) != 4:
+                raise TypeError("fastMalloc(size) or fastMalloc(w, h, c, elemsize, elempack)")
+            return self._image(size, *image_shape)
         size = _align(max(int(size), 4), self.alignment)
         with self._lock:
             if not self._alive:
@@ -239,7 +268,10 @@ class VkBlobAllocator(VkAllocator):
         return VkBufferMemory(block.buffer, off, size, block.memory, mapped, block)
 
     def fastFree(self, bm) -> None:
-        if bm is None or isinstance(bm, VkImageMemory):
+        if isinstance(bm, VkImageMemory):
+            img = bm
+            bm, img._range = img._range, None
+        if bm is None:
             return
         with self._lock:
             block = bm._block
@@ -283,6 +315,7 @@ class VkWeightAllocator(VkBlobAllocator):
 
     memory_kind = "weight"
     block_size = 8 << 20
+    image_elempacks = (1, 4, 8, 16, 32, 64)
 
 
 class VkStagingAllocator(VkBlobAllocator):
@@ -292,6 +325,7 @@ class VkStagingAllocator(VkBlobAllocator):
     block_size = 16 << 20
     keep_oversize = False  # a 100 MB weight staging buffer should not outlive its upload
     size_compare_ratio = 0.75
+    image_elempacks = None  # ncnn's staging images are plain host memory of any packing
 
     def set_size_compare_ratio(self, scr: float) -> None:
         """ncnn's reuse threshold for staging buffers; sub-allocation here makes it advisory."""
@@ -304,3 +338,6 @@ class VkStagingAllocator(VkBlobAllocator):
 
 class VkWeightStagingAllocator(VkStagingAllocator):
     """Staging memory used while uploading weights (a separate pool, as ncnn)."""
+
+    def _image(self, w: int, h: int, c: int, elemsize: int, elempack: int) -> VkImageMemory | None:
+        return None  # ncnn's weight staging allocator hands out no images either

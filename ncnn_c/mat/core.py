@@ -3,7 +3,7 @@
 The layout is ncnn's (``dims`` 0..4, ``w h d c``, ``elemsize``/``elempack``, channel
 stride ``cstep``) so that layers, the GPU upload path and C users (raw pointers from
 ``data_ptr()``) see exactly the memory ncnn would. ``tensor()`` / ``numpy()`` are views,
-never copies. Storage and its lifetime are ``storage.py``'s; pixel I/O is ``pixels.py``'s.
+never copies; ``Mat(array)`` wraps the array when that layout allows (``Mat._wrap``). Storage and its lifetime are ``storage.py``'s; pixel I/O is ``pixels.py``'s.
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ def _shape_args(args, what: str) -> tuple[int, ...]:
     """ncnn-order shape (w[, h[, d], c]) from ints or one tuple."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+        if not 1 <= len(args) <= 4:
+            # the PyPI binding's error for a shape tuple of another length
+            raise RuntimeError(f"Mat.{what}: shape must be 1, 2, 3 or 4 dims, not {len(args)}")
     if not 1 <= len(args) <= 4:
         raise TypeError(f"Mat.{what}: expected 1 to 4 sizes (w, h, d, c), got {len(args)}")
     names = ("w", "h", "c") if len(args) == 3 else ("w", "h", "d", "c")
@@ -119,7 +122,17 @@ def _batch_step(cstep: int, c: int, elemsize: int, n: int) -> int:
 
 
 class Mat:
-    """ncnn::Mat. See docs/design.md for the layout contract."""
+    """ncnn::Mat. See docs/design.md for the layout contract.
+
+    ``Mat(array)`` wraps the array's memory, as ncnn's binding does, and keeps the array alive
+    as long as the Mat or any view of it: a change to either is seen by the other. That needs
+    ncnn_c's layout to be the array's: a C-contiguous, aligned, writable array of 1-, 2- or
+    4-byte elements (float32, float16, int8/uint8, int32 bits ...) with one channel
+    (``dims`` <= 2 or ``c == 1``, ``cstep = w*h*d``) or channels of a multiple of 16 bytes.
+    Anything else is copied into a new, padded Mat: strided or read-only arrays, several
+    channels whose size would need padding, ``Mat(array, batch_index)``, ``from_tensor`` and
+    an explicit ``allocator``. float64 (ncnn has no fp64 blobs) is converted to a float32 copy.
+    """
 
     # The pixel conversions live in pixels.py, next to their helpers, which attaches them.
     from_pixels: ClassVar[Callable[..., Mat]]
@@ -187,11 +200,12 @@ class Mat:
             elif len(args) != 1:
                 raise TypeError("Mat(array): takes one array (and a batch_index)")
             arr = np.asarray(first)
-            batch_index = _check_int("batch_index", batch_index)
+            if isinstance(batch_index, bool) or not isinstance(batch_index, numbers.Integral):
+                raise TypeError(f"Mat: batch_index must be an int, got {type(batch_index).__name__}")
             if batch_index != 233:
-                self._init_batch_from_array(arr, batch_index, allocator)
+                self._init_batch_from_array(arr, int(batch_index), allocator)
                 return
-            self._init_from_array(arr, allocator=allocator, elempack=1)
+            self._init_from_array(arr, allocator=allocator, elempack=1, wrap=True)
             return
         self.create(*args, elemsize=elemsize, elempack=elempack, allocator=allocator)
 
@@ -209,7 +223,11 @@ class Mat:
         self.elempack = 0
         self.cstep = 0
 
-    def _init_from_array(self, arr: np.ndarray, allocator=None, elempack: int = 1) -> None:
+    def _init_from_array(
+        self, arr: np.ndarray, allocator=None, elempack: int = 1, wrap: bool = False
+    ) -> None:
+        """Shape, elemsize and data from ``arr``: over its memory when ``wrap`` and the layout
+        allows (``_wrap``), else a copy into a freshly created Mat."""
         elempack = _check_int("elempack", elempack)
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)  # numpy's default float; ncnn has no fp64 blobs
@@ -227,14 +245,43 @@ class Mat:
         if not 1 <= len(shape) <= 4:
             raise ValueError(f"Mat(array): expected 1 to 4 dimensions, got shape {arr.shape}")
         rev = tuple(reversed(shape))  # numpy (c, d, h, w) -> ncnn (w, h, d, c)
+        if wrap and elempack == 1 and allocator is None and self._wrap(arr, rev):
+            return
         self.create(*rev, elemsize=arr.dtype.itemsize * elempack, elempack=elempack, allocator=allocator)
         if self._data is not None:
             t = self.tensor()
             # bytes are copied as they are (uint8 -> int8, int32 -> float32 bits), as PyPI ncnn does
             t[...] = arr.view(t.dtype)
 
+    def _wrap(self, arr: np.ndarray, shape: tuple[int, ...]) -> bool:
+        """Make this Mat a window onto ``arr``'s own memory, if ncnn_c's layout of ``shape`` is
+        the array's; False (nothing done) when it is not and the caller must copy.
+
+        The array must be C-contiguous, aligned, writable and non-empty. Its channels follow
+        each other without padding (ncnn's ``cstep = w*h*d``), so a Mat of several channels can
+        use it only when a channel is a multiple of 16 bytes: ncnn_c keeps every channel
+        16-byte aligned, and its native CPU plan and GPU uploads read blobs in that layout.
+        One channel (``dims`` <= 2, or ``c == 1``) always fits: only the unused tail padding
+        is missing, and ``cstep`` is then ``w*h*d``, as ncnn's Mat over external data.
+        The storage is a numpy view of ``arr``, so the array lives as long as the Mat or any
+        view of it; ``refcount`` is None, as for ncnn's external data.
+        """
+        if arr.size == 0 or not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
+            return False
+        dims, w, h, d, c = unpack_shape(shape)
+        if c > 1 and (w * h * d * arr.dtype.itemsize) % 16:
+            return False
+        self._set_shape(shape, arr.dtype.itemsize, 1)
+        if c == 1:
+            self.cstep = w * h * d
+        self._data = arr.reshape(-1).view(np.uint8)
+        return True
+
     def _init_batch_from_array(self, arr: np.ndarray, batch_index: int, allocator) -> None:
-        """PyPI's ``Mat(array, batch_index)``: axis ``batch_index`` of ``array`` is the batch."""
+        """PyPI's ``Mat(array, batch_index)``: axis ``batch_index`` of ``array`` (negative
+        counts from the last) is the batch. Always a copy: items sit ``nstep`` apart."""
+        if -arr.ndim <= batch_index < 0:
+            batch_index += arr.ndim
         if not 0 <= batch_index < arr.ndim:
             raise ValueError(
                 f"Mat(array, batch_index): axis {batch_index} out of range for shape {arr.shape}"
@@ -493,9 +540,13 @@ class Mat:
             if dt is None:
                 raise ValueError(f"Mat.numpy: unknown format {format!r} (use 'f', 'i' or 'd')")
         one = self.tensor(dt)
-        batch_index = _check_int("batch_index", batch_index)
+        if isinstance(batch_index, bool) or not isinstance(batch_index, numbers.Integral):
+            raise TypeError(f"Mat.numpy: batch_index must be an int, got {type(batch_index).__name__}")
+        batch_index = int(batch_index)
         if batch_index == 233:
             return one
+        if -one.ndim - 1 <= batch_index < 0:
+            batch_index += one.ndim + 1  # as numpy.stack's axis, which PyPI uses
         if not 0 <= batch_index <= one.ndim:
             raise ValueError(f"Mat.numpy: batch_index {batch_index} out of range 0..{one.ndim}")
         if self._data is None or self.dims == 0:
@@ -516,17 +567,33 @@ class Mat:
             return t.copy()
         return t
 
+    def _flat_floats(self, i: int) -> tuple[np.ndarray, int]:
+        """The storage as float32 and ``i`` made an index into it.
+
+        ``0 <= i`` is ncnn's ``operator[]``, ``((float*)data)[i]``, over the whole storage
+        (channel padding included, as ncnn reads it). A negative ``i`` counts back from the
+        last element of the last channel (of the last batch item), never from the padding
+        after it: ``m[-1]`` of a 2x3 Mat is its sixth element.
+        """
+        if self._data is None or self.dims == 0:
+            flat = np.empty(0, np.float32)
+            end = 0
+        else:
+            flat = self._data[: len(self._data) // 4 * 4].view(np.float32)
+            last = (self.n - 1) * self.nstep + (self.c - 1) * self.cstep + self.w * self.h * self.d
+            end = min(last * self.elemsize // 4, len(flat))
+        j = int(i) + end if i < 0 else int(i)
+        if not 0 <= j < len(flat):
+            raise IndexError(f"Mat index {i} out of range")
+        return flat, j
+
     def __getitem__(self, i: int) -> float:
-        flat = self.raw().view(np.float32) if self._data is not None else np.empty(0, np.float32)
-        if not -len(flat) <= i < len(flat):
-            raise IndexError(f"Mat index {i} out of range ({len(flat)})")
-        return float(flat[i])
+        flat, j = self._flat_floats(i)
+        return float(flat[j])
 
     def __setitem__(self, i: int, v: float) -> None:
-        flat = self.raw().view(np.float32) if self._data is not None else np.empty(0, np.float32)
-        if not -len(flat) <= i < len(flat):
-            raise IndexError(f"Mat index {i} out of range ({len(flat)})")
-        flat[i] = v
+        flat, j = self._flat_floats(i)
+        flat[j] = v
 
     # ------------------------------------------------------------------ whole-Mat ops
 
@@ -638,11 +705,18 @@ class Mat:
         self._check_range("depth_range", z, depths, limit)
         return self._view(self.w * self.h * z * self.elemsize, 3, self.w, self.h, 1, depths, self.w * self.h)
 
-    def row(self, y: int) -> np.ndarray:
-        """Row ``y`` of the first channel as a numpy view."""
+    def row(self, y: int) -> memoryview | np.ndarray:
+        """Row ``y`` of the first channel, viewing the Mat's memory (writes go through).
+
+        A ``memoryview`` for fp32 and 8-bit Mats, as PyPI ncnn returns: its elements are Python
+        floats (ints), so they compare as ncnn's do. fp16 rows, which PyPI refuses and a
+        memoryview cannot index, come as a float16 numpy view.
+        """
         self._check_range("row", y, 1, self.h * (self.d if self.dims == 4 else 1))
-        t = self._view(self.w * y * self.elemsize, 1, self.w, 1, 1, 1, self.w)
-        return t.tensor()
+        t = self._view(self.w * y * self.elemsize, 1, self.w, 1, 1, 1, self.w).tensor()
+        if t.dtype.itemsize == 2:
+            return t
+        return t.data  # the buffer as a memoryview
 
     def row_range(self, y: int, rows: int) -> Mat:
         self._check_range("row_range", y, rows, self.h * (self.d if self.dims == 4 else 1))

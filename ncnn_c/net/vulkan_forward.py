@@ -421,7 +421,9 @@ class VulkanForward:
                 if m is None or _signature(m) != sig:
                     log.info("extract: a CPU layer's output shape changed; recording this extract afresh")
                     return self._replay_fallback(rec, index, saved)
-                _host_view(address, n)[:] = m.raw()[:n]
+                # a Mat over an array (one channel) ends where its data does, before the padding
+                src = m.raw()[:n]
+                _host_view(address, len(src))[:] = src
             try:
                 outs = step.cmd.replay(self.opt)
             except PipelineGone:
