@@ -17,6 +17,7 @@ import pytest
 from oracle import assert_close, run_ncnn
 
 import ncnn_c
+from ncnn_c._native import dnnl
 from ncnn_c.net import native
 from ncnn_c.tools.randbin import random_weights
 
@@ -26,6 +27,24 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="oneDNN is not in
 @pytest.fixture(autouse=True)
 def _strict(monkeypatch):
     monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
+
+
+@pytest.fixture(params=[None, "aBcd16b", "aBcd8b", "acdb", "abcd"])
+def layout(request, monkeypatch):
+    """Convolutions write this layout (None: the one oneDNN picks on this machine), so that
+    the layers after them meet every layout some machine gives them."""
+    tag = request.param
+    if tag is not None:
+        dn = dnnl.get()
+        make = dn.convolution
+
+        def convolution(src, weights, bias, dst, *args):
+            if len(weights.dims) == 5:  # grouped: oneDNN's kernels take the layout they take
+                return make(src, weights, bias, dst, *args)
+            return make(src, weights, bias, dn.md(dst.dims, tag), *args)
+
+        monkeypatch.setattr(dn, "convolution", convolution)
+    return tag
 
 
 def conv(name: str, bottom: str, top: str, cin: int, cout: int, k: int = 1, extra: str = "") -> str:
@@ -115,7 +134,7 @@ def _in(c: int, h: int, w: int) -> str:
         (3, 60, "0=3 1=1"),
     ],
 )
-def test_shufflechannel(tmp_path, cin, cout, params):
+def test_shufflechannel(tmp_path, layout, cin, cout, params):
     lines = [_in(cin, 9, 7)]
     src = "data"
     if cout:
@@ -136,7 +155,7 @@ def test_shufflechannel(tmp_path, cin, cout, params):
         (40, "2=-24,32 1=0", (3, 6, 5)),  # split points
     ],
 )
-def test_slice(tmp_path, cout, params, shape):
+def test_slice(tmp_path, layout, cout, params, shape):
     lines = [_in(*shape)]
     src = "data"
     if cout:
@@ -159,7 +178,7 @@ def test_slice(tmp_path, cout, params, shape):
         (0, "-23309=1,3 -23310=1,7 -23311=1,0"),  # the plain input: a view
     ],
 )
-def test_crop(tmp_path, cout, params):
+def test_crop(tmp_path, layout, cout, params):
     shape = (8, 10, 10)
     lines = [_in(*shape)]
     src = "data"
@@ -170,7 +189,7 @@ def test_crop(tmp_path, cout, params):
     check(tmp_path, lines, {"data": shape}, ["out"])
 
 
-def test_padding_channels_into_a_residual_add(tmp_path):
+def test_padding_channels_into_a_residual_add(tmp_path, layout):
     # BlazeFace's block: the shortcut grows by zero channels to meet the wider branch
     lines = [
         _in(3, 12, 12),
@@ -202,7 +221,7 @@ def test_zero_padding_folds_into_the_next_convolution(tmp_path):
         "0=2 1=0 2=0 3=1 4=0 5=0.0",  # zero, but nobody folds it (it is the output)
     ],
 )
-def test_padding_constant(tmp_path, params):
+def test_padding_constant(tmp_path, layout, params):
     lines = [_in(3, 7, 6), conv("c", "data", "a", 3, 16), f"Padding p 1 1 a out {params}"]
     check(tmp_path, lines, {"data": (3, 7, 6)}, ["out"])
 
@@ -223,14 +242,14 @@ def test_padding_replicate_stays_numpy(tmp_path):
         ("0=3 1=2.0 2=2.0", (16, 10, 10), 1),  # bicubic: no oneDNN form
     ],
 )
-def test_interp(tmp_path, params, shape, numpy_layers):
+def test_interp(tmp_path, layout, params, shape, numpy_layers):
     lines = [_in(3, shape[1], shape[2]), conv("c", "data", "a", 3, shape[0]), f"Interp up 1 1 a out {params}"]
     check(tmp_path, lines, {"data": (3, shape[1], shape[2])}, ["out"], numpy_layers=numpy_layers)
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("cout", [0, 24])
-def test_permute_3d(tmp_path, order, cout):
+def test_permute_3d(tmp_path, layout, order, cout):
     shape = (6, 5, 4)
     lines = [_in(*shape)]
     src = "data"
@@ -260,12 +279,12 @@ def test_permute_2d_after_reshape(tmp_path):
         "Reshape r 1 1 a out 0=20 1=-1",
     ],
 )
-def test_reshape_and_flatten_of_a_blocked_blob(tmp_path, layer):
+def test_reshape_and_flatten_of_a_blocked_blob(tmp_path, layout, layer):
     lines = [_in(3, 5, 4), conv("c", "data", "a", 3, 16), layer]
     check(tmp_path, lines, {"data": (3, 5, 4)}, ["out"])
 
 
-def test_ssd_head_permute_flatten_concat_reshape_softmax(tmp_path):
+def test_ssd_head_permute_flatten_concat_reshape_softmax(tmp_path, layout):
     lines = [
         _in(3, 6, 6),
         conv("c0", "data", "f", 3, 16),
@@ -314,7 +333,7 @@ def test_batchnorm_folds_into_an_inner_product(tmp_path):
     ["BatchNorm bn 1 1 cat out 0=32", "Scale sc 1 1 cat out 0=32 1=1", "Scale sc 1 1 cat out 0=32 1=0"]
     + ["Bias bi 1 1 cat out 0=32", "PReLU pr 1 1 cat out 0=32", "PReLU pr 1 1 cat out 0=1"],
 )
-def test_per_channel_layers_on_their_own(tmp_path, layer):
+def test_per_channel_layers_on_their_own(tmp_path, layout, layer):
     # after a concat nothing can take them in
     lines = [
         _in(3, 7, 6),
@@ -429,14 +448,14 @@ SE = [
 
 
 @pytest.mark.parametrize("op", [0, 1, 2, 3, 4, 5, 7])
-def test_binaryop_per_channel_gate(tmp_path, op):
+def test_binaryop_per_channel_gate(tmp_path, layout, op):
     # EfficientNet's squeeze-excite: (c, h, w) op (c, 1, 1)
     lines = [*SE, f"BinaryOp b 2 1 x0 g out 0={op}"]
     check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
 
 
 @pytest.mark.parametrize("op, numpy_layers", [(0, 0), (1, 0), (2, 0), (3, 1), (7, 0), (8, 0)])
-def test_binaryop_broadcast_first_input(tmp_path, op, numpy_layers):
+def test_binaryop_broadcast_first_input(tmp_path, layout, op, numpy_layers):
     # the broadcast operand first: swapped, with sub negated; a / x has no form
     lines = [*SE, f"BinaryOp b 2 1 g x0 out 0={op}"]
     check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"], numpy_layers=numpy_layers)
@@ -452,7 +471,7 @@ def test_binaryop_broadcast_first_input(tmp_path, op, numpy_layers):
         ("0=5 1=6 2=1", 0, 0),  # (1, h, w)
     ],
 )
-def test_binaryop_with_memorydata(tmp_path, mem, op, numpy_layers):
+def test_binaryop_with_memorydata(tmp_path, layout, mem, op, numpy_layers):
     lines = [
         _in(3, 6, 5),
         "MemoryData md 0 1 k " + mem,
@@ -474,7 +493,7 @@ def test_binaryop_with_memorydata(tmp_path, mem, op, numpy_layers):
         ("0=3 1=0 -23303=2,1,2 2=2.0 4=1 5=1", 1),  # a coefficient
     ],
 )
-def test_reduction(tmp_path, params, numpy_layers):
+def test_reduction(tmp_path, layout, params, numpy_layers):
     lines = [_in(3, 6, 5), conv("c", "data", "x", 3, 24), f"Reduction r 1 1 x out {params}"]
     check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"], numpy_layers=numpy_layers)
 
@@ -489,13 +508,13 @@ def test_reduction(tmp_path, params, numpy_layers):
         ("Softmax s 1 1 y out 0=1 1=1", ["Reshape r 1 1 x y 0=-1 1=24"]),
     ],
 )
-def test_softmax_axes(tmp_path, layer, extra):
+def test_softmax_axes(tmp_path, layout, layer, extra):
     lines = [_in(3, 6, 5), conv("c", "data", "x", 3, 24), *extra, layer]
     check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
-def test_concat_axes(tmp_path, axis):
+def test_concat_axes(tmp_path, layout, axis):
     lines = [
         _in(3, 6, 5),
         "Split sp 1 2 data d0 d1",
@@ -507,7 +526,7 @@ def test_concat_axes(tmp_path, axis):
 
 
 @pytest.mark.parametrize("params, numpy_layers", [("0=0 1=5 2=0.0001 3=0.75 4=1", 0), ("0=1 1=3 2=0.5", 0)])
-def test_lrn(tmp_path, params, numpy_layers):
+def test_lrn(tmp_path, layout, params, numpy_layers):
     lines = [_in(3, 9, 9), conv("c", "data", "x", 3, 32), f"LRN n 1 1 x out {params}"]
     check(tmp_path, lines, {"data": (3, 9, 9)}, ["out"], numpy_layers=numpy_layers)
 
@@ -529,7 +548,7 @@ def test_priorbox_is_a_constant_of_the_plan(tmp_path):
     assert plan.native_layers == 9 and len(plan._segments) == 1
 
 
-def test_eltwise_product_max_and_weighted_sum(tmp_path):
+def test_eltwise_product_max_and_weighted_sum(tmp_path, layout):
     lines = [
         _in(3, 6, 5),
         "Split sp 1 3 data d0 d1 d2",
@@ -558,7 +577,7 @@ def test_noop_passes_several_blobs(tmp_path):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_shufflenet_block_is_one_segment(tmp_path, threads):
+def test_a_shufflenet_block_is_one_segment(tmp_path, layout, threads):
     lines = [
         _in(3, 10, 10),
         conv("c0", "data", "x", 3, 116),
@@ -573,3 +592,48 @@ def test_a_shufflenet_block_is_one_segment(tmp_path, threads):
     ]
     plan = check(tmp_path, lines, {"data": (3, 10, 10)}, ["out"], threads=threads)
     assert len(plan._segments) == 1 and plan.native_layers == 9
+
+
+# -- fusions ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "add", ["BinaryOp add 2 1 a b s 0=0", "Eltwise add 2 1 a b s 0=1", "Eltwise add 2 1 b a s 0=1"]
+)
+def test_a_residual_add_and_its_activation_go_into_the_later_convolution(tmp_path, layout, add):
+    lines = [
+        _in(3, 7, 6),
+        "Split sp 1 2 data d0 d1",
+        conv("c1", "d0", "a", 3, 32, 3),
+        conv("c2", "d1", "b", 3, 32, extra="9=2 -23310=1,0.1"),  # with an activation of its own
+        add,
+        "ReLU r 1 1 s out",
+    ]
+    plan = check(tmp_path, lines, {"data": (3, 7, 6)}, ["out"])
+    # c1 cannot take the add (b does not exist yet when it runs); c2 takes the add and the ReLU:
+    # the input's import (and a copy in the other layout the second convolution takes), c1,
+    # c2 with both post-ops, the export
+    assert plan.native_layers == 5 and len(plan._segments[0].steps) <= 5 + (layout == "acdb")
+
+
+def test_a_residual_add_reads_a_numpy_layers_result(tmp_path):
+    lines = [
+        _in(16, 7, 6),
+        "Split sp 1 2 data d0 d1",
+        "UnaryOp fl 1 1 d0 f 0=2",  # floor: numpy
+        conv("c", "d1", "b", 16, 16),
+        "BinaryOp add 2 1 b f out 0=0",
+    ]
+    check(tmp_path, lines, {"data": (16, 7, 6)}, ["out"], numpy_layers=1)
+
+
+def test_a_binary_op_takes_the_activation_after_it(tmp_path, layout):
+    lines = [
+        _in(3, 8, 8),
+        conv("c", "data", "x", 3, 16),
+        "Split sp 1 2 x x0 x1",
+        "Pooling mp 1 1 x0 p 0=0 1=3 3=1",
+        "Pooling ap 1 1 x1 q 0=1 1=3 3=1",
+        "BinaryOp mul 2 1 p q s 0=2",
+        "Sigmoid sg 1 1 s out",
+    ]
+    plan = check(tmp_path, lines, {"data": (3, 8, 8)}, ["out"])
+    assert plan.native_layers == 6 and len(plan._segments[0].steps) <= 6

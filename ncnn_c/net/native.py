@@ -18,6 +18,7 @@ keeps the numpy path (logged; ``NCNN_C_NATIVE_STRICT=1`` makes it an error, for 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -121,6 +122,18 @@ def _mat_strides(shape: tuple, dims: tuple[int, ...]) -> tuple[int, ...] | None:
     elif total != {1: w, 2: w * h}.get(mdims, -1):
         return None
     return _dense_strides(dims)
+
+
+def _tag_strides(tag: str, dims) -> tuple[int, ...]:
+    """The strides of a dense layout given by a plain format tag ("abcd", "acdb": the
+    letters from the outermost axis in memory to the innermost)."""
+    strides = [0] * len(dims)
+    acc = 1
+    for letter in reversed(tag):
+        axis = ord(letter) - ord("a")
+        strides[axis] = acc
+        acc *= dims[axis]
+    return tuple(strides)
 
 
 def _dense_strides(dims) -> tuple[int, ...]:
@@ -241,6 +254,18 @@ def _standalone_activation(layer: Layer) -> list[tuple[str, float, float]] | Non
     return None
 
 
+def _residual_add(layer) -> bool:
+    """A two-blob add with no broadcasting coefficients: BinaryOp add or Eltwise sum."""
+    if not _builtin(layer) or len(layer.bottoms) != 2 or len(set(layer.bottoms)) != 2 or len(layer.tops) != 1:
+        return False
+    if layer.type == "BinaryOp":
+        return layer.op_type == 0 and not layer.with_scalar
+    if layer.type == "Eltwise":
+        coeffs = [float(x) for x in (layer.coeffs if layer.coeffs is not None else ())]
+        return layer.op_type == 1 and all(c == 1.0 for c in coeffs)
+    return False
+
+
 def _shape_like(shape: tuple):
     """Something with a Mat's dims / w / h / d / c for a layer's shape-only helpers."""
     dims, w, h, d, c, _es, _ep = shape
@@ -284,6 +309,8 @@ class NativePlan:
         # Padding layers a convolution reads through its own padding: their top -> (bottom,
         # (top, bottom, left, right)); made for real only if something else needs the blob
         self._pending_pads: dict[int, tuple[int, tuple[int, int, int, int]]] = {}
+        self._li = -1  # the layer being built
+        self._producer_of: dict[int, int] = {}
         self._build(order, opts)
 
     # -- building ---------------------------------------------------------------------------
@@ -298,12 +325,14 @@ class NativePlan:
                 consumers[b] = consumers.get(b, 0) + 1
                 readers.setdefault(b, []).append(li)
         self._consumers = consumers
+        self._producer_of = {t: li for li in order for t in layers[li].tops}
         chains = self._chains(order, layers, consumers, readers)
         pad_folds = self._pad_folds(order, layers, consumers, readers)
         folded: dict[int, int] = {}  # layer taken by its producer -> that producer
         seg: _Segment | None = None
         for li in order:
             layer = layers[li]
+            self._li = li
             if li in folded:
                 # taken into its producer: its top is the producer's result
                 self._values[layer.tops[0]] = self._values[layers[folded[li]].tops[0]]
@@ -354,10 +383,12 @@ class NativePlan:
         self.runner = d.Runner(self.dnnl)
 
     def _chains(self, order, layers, consumers, readers) -> dict[int, list[int]]:
-        """The layers after a convolution, deconvolution or inner product that can go into
-        it: BatchNorm / Scale / Bias into its weights and bias, then one activation as a
-        post-op; each the only reader of the blob before it. {producer: [layers]}; whether
-        they do is known only once the producer turned out native."""
+        """The layers after a producer that can go into it, each the only reader of the blob
+        before it: after a convolution, deconvolution or inner product, BatchNorm / Scale /
+        Bias (into its weights and bias, if it has no activation of its own), then a residual
+        add (a binary post-op), then an activation (an eltwise post-op); after a BinaryOp or
+        Eltwise, an activation. {producer: [layers]}; whether they go in is known only once
+        the producer turned out native."""
         skipped = _skipped_types()
         if "fusion" in skipped:
             return {}
@@ -365,7 +396,13 @@ class NativePlan:
         chains: dict[int, list[int]] = {}
         for li in order:
             prod = layers[li]
-            if prod.type not in PRODUCERS or not _builtin(prod) or getattr(prod, "activation_type", False):
+            if not _builtin(prod) or len(prod.tops) != 1:
+                continue
+            if prod.type in PRODUCERS:
+                stage = 1 if getattr(prod, "activation_type", False) else 0
+            elif prod.type in ("BinaryOp", "Eltwise") and len(prod.bottoms) >= 2:
+                stage = 2
+            else:
                 continue
             chain: list[int] = []
             blob = prod.tops[0]
@@ -376,17 +413,20 @@ class NativePlan:
                     not _builtin(nxt)
                     or nxt.type in skipped
                     or getattr(nxt, "featmask", False)
-                    or len(nxt.bottoms) != 1
                     or len(nxt.tops) != 1
                 ):
                     break
-                if nxt.type in AFFINE_TYPES and nxt.one_blob_only:
+                one = len(nxt.bottoms) == 1
+                if stage == 0 and one and nxt.type in AFFINE_TYPES and nxt.one_blob_only:
                     chain.append(nli)
-                    blob = nxt.tops[0]
-                    continue
-                if _standalone_activation(nxt) is not None:
+                elif stage <= 1 and _residual_add(nxt):
                     chain.append(nli)
-                break
+                    stage = 2
+                else:
+                    if one and _standalone_activation(nxt) is not None:
+                        chain.append(nli)
+                    break
+                blob = nxt.tops[0]
             if chain:
                 chains[li] = chain
         return chains
@@ -658,13 +698,7 @@ class NativePlan:
                 self._shape(b)
         for tp in layer.tops:
             self._shape(tp)
-        if t in (
-            "Convolution",
-            "ConvolutionDepthWise",
-            "Deconvolution",
-            "DeconvolutionDepthWise",
-            "InnerProduct",
-        ):
+        if t in PRODUCERS or (chain and t in ("BinaryOp", "Eltwise")):
             return self._producer(layer, seg, chain)
         if t in ("Split", "Dropout", "Noop") and self._passthrough(layer, seg):
             return None
@@ -679,6 +713,11 @@ class NativePlan:
         return None
 
     def _top(self, layer, md, index: int = 0) -> Value:
+        # a primitive's choice in the words of a format tag: with one image "Bacd16b" equals
+        # "aBcd16b", but oneDNN's binary post-ops read the former wrongly
+        tag = self._tag_of(md)
+        if tag is not None:
+            md = self.dnnl.md(md.dims, tag)
         return self._set_top(layer, self._new_value(md, self._shape(layer.tops[index])), index)
 
     def _set_top(self, layer, v: Value, index: int = 0) -> Value:
@@ -705,40 +744,103 @@ class NativePlan:
 
     # -- convolutions and inner products --------------------------------------------------------
     def _producer(self, layer, seg, chain: list[int]) -> list[int]:
-        """A convolution, deconvolution or inner product with what of ``chain`` it can take:
-        the affine layers folded into its weights and bias, the activation as a post-op
-        (without it when oneDNN has no fast kernel with that post-op)."""
+        """A producer with what of ``chain`` it can take: the affine layers folded into its
+        weights and bias, a residual add and an activation as post-ops (those run on their
+        own when oneDNN has no fast kernel with them). The layers it took."""
         layers = self._net._layers
         scale = shift = None
         taken: list[int] = []
         post: list = []
-        oc = layer.num_output
+        blob = layer.tops[0]
         for li in chain:
             nxt = layers[li]
-            if nxt.type in AFFINE_TYPES:
-                ab = self._affine_coeffs(nxt, oc)
+            if nxt.type in AFFINE_TYPES and not post:
+                ab = self._affine_coeffs(nxt, layer.num_output)
                 if ab is None:
                     break
                 s, t = ab
                 scale, shift = (s, t) if scale is None else (scale * s, shift * s + t)
-                taken.append(li)
-                continue
-            act = _standalone_activation(nxt)
-            if act is not None:
-                post = act
-                taken.append(li)
-            break
-        build = self._inner_product if layer.type == "InnerProduct" else self._convolution
+            elif _residual_add(nxt):
+                other = nxt.bottoms[1] if nxt.bottoms[0] == blob else nxt.bottoms[0]
+                if not self._ready(other) or self._shapes.get(other) != self._shape(blob):
+                    break
+                post.append(("add", other))
+            else:
+                act = _standalone_activation(nxt)
+                if act is None:
+                    break
+                post += act
+            taken.append(li)
+            blob = nxt.tops[0]
+        if layer.type in ("BinaryOp", "Eltwise"):
+            build = self._binaryop if layer.type == "BinaryOp" else self._eltwise_layer
+            folded = len(taken)
+
+            def combine(scale, shift, post) -> None:
+                build(layer, seg, None, post)
+
+            run = combine
+        else:
+            run = functools.partial(
+                self._inner_product if layer.type == "InnerProduct" else self._convolution, layer, seg
+            )
+            folded = len(taken) - sum(1 for li in taken if layers[li].type in AFFINE_TYPES)
         if post:
             try:
-                build(layer, seg, scale, shift, post)
+                run(scale, shift, post)
                 return taken
             except (Unsupported, _dnnl().DnnlError) as e:
-                # the activation then runs as a primitive of its own
-                log.debug("native plan: %r without its activation as a post-op: %s", layer.name, e)
-            taken = taken[:-1]
-        build(layer, seg, scale, shift, [])
+                # the add and the activation then run as primitives of their own
+                log.debug("native plan: %r without its post-ops: %s", layer.name, e)
+            taken = taken[: len(taken) - folded]
+        run(scale, shift, [])
         return taken
+
+    def _ready(self, blob: int) -> bool:
+        """Whether ``blob`` exists at this point of the plan (a value, an input, a numpy
+        layer's result): a post-op can read it."""
+        return (
+            blob in self._values or blob in self._pending_pads or self._producer_of.get(blob, -1) < self._li
+        )
+
+    def _post_args(self, seg, posts: list, dims, own: int):
+        """Post-op lists for a primitive whose output has ``dims``: candidate (attr list,
+        [(post index, Value)]) pairs, binary operands ("add", blob) read in as values, first
+        in their own layout, then in the ones oneDNN's kernels take; ``own`` eltwise post-ops
+        come before these."""
+        dn = self.dnnl
+        vals = {}
+        for p in posts:
+            if len(p) == 2:
+                vals[p[1]] = self._as_dims(seg, self._value(seg, p[1]), dims)
+        layouts: list[str | None] = [None] + [
+            t for t in ("acdb", "aBcd16b", "aBcd8b", "abcd") if len(dims) == 4
+        ]
+        if not vals:
+            layouts = [None]
+        out = []
+        for tag in layouts:
+            attr, operands = [], []
+            for i, p in enumerate(posts):
+                if len(p) == 3:
+                    attr.append(p)
+                    continue
+                v = vals[p[1]]
+                md = v.md if tag is None else dn.md(dims, tag)
+                attr.append(("add", md))
+                operands.append((own + i, v, md))
+            out.append((attr, operands))
+        return out
+
+    def _bind_posts(self, seg, operands) -> list:
+        """The primitive arguments of the binary post-op operands, in the layouts chosen."""
+        d = _dnnl()
+        args = []
+        for i, v, md in operands:
+            v = self._as_md(seg, v, md)
+            v.last = self._step
+            args.append((d.post_arg(i), self._mem(v)))
+        return args
 
     def _affine_coeffs(self, layer, oc: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(scale, shift) per output channel of BatchNorm / Scale / Bias, or None."""
@@ -819,26 +921,27 @@ class NativePlan:
             pad_l, pad_r = (t, l), (b, r)
             _, w, h, _, c, _, _ = self._shape(bottom)
         wmem, bmem = self._weights(layer, wdims, scale, shift, oc, wtag)
-        posts = []
+        own = []
         if layer.activation_type:
-            posts.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
-        posts += post
-        sdims = (1, c, h, w)
-        dst_md = dn.md((1, oc, oh, ow), "any")
+            own.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
+        sdims, odims = (1, c, h, w), (1, oc, oh, ow)
         make = dn.deconvolution if deconv else dn.convolution
-        pd = make(
-            dn.md(sdims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dst_md,
-            (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r, posts,
-        )  # fmt: skip
+        for attr, operands in self._post_args(seg, post, odims, len(own)):  # noqa: B007 - used after
+            pd = make(
+                dn.md(sdims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dn.md(odims, "any"),
+                (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r,
+                own + attr,
+            )  # fmt: skip
+            if not pd.impl.startswith("ref"):
+                break
         _no_reference(pd)
         src = self._as_dims(seg, self._value(seg, bottom, pd.md("src", sdims)), sdims)
         src = self._as_md(seg, src, pd.md("src", sdims))
         wpacked = self._prepack(wmem, pd.md("weights", wdims))
-        out = self._top(layer, pd.md("dst", (1, oc, oh, ow)))
-        args = [(d.ARG_WEIGHTS, wpacked)]
+        args = [(d.ARG_WEIGHTS, wpacked)] + self._bind_posts(seg, operands)
         if bmem is not None:
             args.append((d.ARG_BIAS, bmem))
-        self._run1(seg, pd, src, out, args)
+        self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)), args)
 
     def _inner_product(self, layer, seg, scale, shift, post) -> None:
         dn = self.dnnl
@@ -855,22 +958,27 @@ class NativePlan:
         wdims = (oc, *in_dims[1:])
         wtag = _PLAIN[len(wdims)]
         wmem, bmem = self._weights(layer, wdims, scale, shift, oc, wtag)
-        posts = []
+        own = []
         if layer.activation_type:
-            posts.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
-        posts += post
-        pd = dn.inner_product(
-            dn.md(in_dims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dn.md((1, oc), "ab"), posts
-        )
+            own.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
+        for attr, operands in self._post_args(seg, post, (1, oc), len(own)):  # noqa: B007 - used after
+            pd = dn.inner_product(
+                dn.md(in_dims, "any"),
+                dn.md(wdims, "any"),
+                bmem.md if bmem else None,
+                dn.md((1, oc), "ab"),
+                own + attr,
+            )
+            if not pd.impl.startswith("ref"):
+                break
         _no_reference(pd)
         src = self._as_md(seg, src, pd.md("src", in_dims))
         wpacked = self._prepack(wmem, pd.md("weights", wdims))
-        out = self._top(layer, pd.md("dst", (1, oc)))
         d = _dnnl()
-        args = [(d.ARG_WEIGHTS, wpacked)]
+        args = [(d.ARG_WEIGHTS, wpacked)] + self._bind_posts(seg, operands)
         if bmem is not None:
             args.append((d.ARG_BIAS, bmem))
-        self._run1(seg, pd, src, out, args)
+        self._run1(seg, pd, src, self._top(layer, pd.md("dst", (1, oc))), args)
 
     # -- the other layers -----------------------------------------------------------------------
     def _pooling(self, layer, seg, opt) -> None:
@@ -999,12 +1107,14 @@ class NativePlan:
             raise Unsupported("concat shapes")
         self._concat_values(layer, seg, vals, axis + 1)
 
-    def _eltwise_layer(self, layer, seg, opt) -> None:
+    def _eltwise_layer(self, layer, seg, opt, post=()) -> None:
         d, dn = _dnnl(), self.dnnl
         vals = self._same_inputs(layer, seg)
         op = layer.op_type
-        if op == 1:
-            coeffs = [float(x) for x in (layer.coeffs if layer.coeffs is not None else ())]
+        coeffs = [float(x) for x in (layer.coeffs if layer.coeffs is not None else ())]
+        if op == 1 and (len(vals) > 2 or any(c != 1.0 for c in coeffs)):
+            if post:
+                raise Unsupported("a weighted sum takes no post-ops")
             if coeffs and len(coeffs) != len(vals):
                 raise Unsupported("coefficient count")
             pd = dn.sum(vals[0].md, coeffs or [1.0] * len(vals), [v.md for v in vals])
@@ -1015,13 +1125,13 @@ class NativePlan:
                 v.last = self._step
             self._add(seg, pd.primitive(), args + [(d.ARG_DST, self._mem(out))])
             return
-        alg = {0: "mul", 2: "max"}.get(op)
+        alg = {0: "mul", 1: "add", 2: "max"}.get(op)
         if alg is None:
             raise Unsupported(f"eltwise op {op}")
         acc = vals[0]
         for i, v in enumerate(vals[1:], 1):
             last = i == len(vals) - 1
-            pd = dn.binary(alg, acc.md, v.md, acc.md)
+            pd = dn.binary(alg, acc.md, v.md, acc.md, post if last else ())
             _no_reference(pd)
             out = self._top(layer, acc.md) if last else self._new_value(acc.md, acc.shape)
             v.last = self._step
@@ -1056,7 +1166,7 @@ class NativePlan:
         b.last = self._step
         self._run1(seg, pd, a, self._top(layer, a.md), args)
 
-    def _binaryop(self, layer, seg, opt) -> None:
+    def _binaryop(self, layer, seg, opt, post=()) -> None:
         from ..layer.binaryop import broadcast_shapes
 
         op = layer.op_type
@@ -1086,7 +1196,7 @@ class NativePlan:
         alg, negate = form[op]
         full = self._as_dims(seg, full, (1, *fdims))
         other = self._as_dims(seg, other, (1, *odims))
-        self._binary(layer, seg, alg, full, other, neg if negate else ())
+        self._binary(layer, seg, alg, full, other, (neg if negate else []) + list(post))
 
     def _softmax(self, layer, seg, opt) -> None:
         dn = self.dnnl
@@ -1145,13 +1255,16 @@ class NativePlan:
             pd = dn.shuffle(src.md, src.md, 1, per)
             if not pd.impl.startswith("ref"):
                 return self._run1(seg, pd, src, self._top(layer, src.md))
-        # output channel j * groups + i is input channel i * per + j: a strided copy
-        src = self._plain(seg, src)
-        hw = h * w
+        # output channel j * groups + i is input channel i * per + j: a strided copy within
+        # the layout the blob has (channels plain or innermost), else within the plain one
+        tag = self._tag_of(src.md)
+        if tag not in ("abcd", "acdb"):
+            src, tag = self._plain(seg, src), "abcd"
+        n, cs, hs, ws = _tag_strides(tag, src.md.dims)
         five = (1, groups, per, h, w)
-        view = self._alias(src, dn.md(five, "abcde"))
-        out = self._top(layer, dn.md((1, c, h, w), "abcd"))
-        self._copy(seg, view, self._alias(out, dn.md(five, strides=(c * hw, hw, groups * hw, w, 1))))
+        view = self._alias(src, dn.md(five, strides=(n, per * cs, cs, hs, ws)))
+        out = self._top(layer, dn.md((1, c, h, w), tag))
+        self._copy(seg, view, self._alias(out, dn.md(five, strides=(n, cs, groups * cs, hs, ws))))
 
     def _slice(self, layer, seg, opt) -> None:
         shape = self._shape(layer.bottoms[0])
@@ -1201,8 +1314,7 @@ class NativePlan:
         self._set_top(layer, self._pad_value(seg, src, pads, float(layer.value)))
 
     def _pad_value(self, seg, v: Value, pads, value: float) -> Value:
-        """``v`` grown by constant blocks: a concat per padded axis (plain layout)."""
-        v = self._plain(seg, v)
+        """``v`` grown by constant blocks: a concat per padded axis."""
         for axis, (before, after) in enumerate(pads):
             if not (before or after):
                 continue
