@@ -1,0 +1,136 @@
+"""ncnn's int8 benchmark networks against the PyPI ncnn's int8 path on the CPU.
+
+``models/benchmark_int8/*_int8.param`` with random int8 weights from randbin (fp32 weights
+quantized at load, and int8-stored ones), scales from its calibration forward. The bar is the
+issue's: relative L2 <= 1e-2 and top-1 equal (the same detections for the SSDs). Against the
+oracle with packing off (``oracle.FP32_FLAGS``) the int8 arithmetic is exact on both sides and
+the outputs agree to ~1e-6. With ncnn's default options its packed depthwise kernels scale by
+an approximate reciprocal (``_mm_rcp_ps``, ~1e-4 relative, and CPU-dependent), which moves
+requantized values by 1 here and there, and random weights carry those differences on
+(MobileNet-SSD's features drift by ~5e-2 over its 13 depthwise layers): the depthwise networks
+are compared there on top-1 and a looser bound, MobileNet-SSD on its detection heads.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+import tempfile
+
+import ncnn
+import numpy as np
+import pytest
+from oracle import rel_l2
+from test_networks import (
+    DETECTION_TYPES,
+    assert_same_detections,
+    compare_network,
+    detection_heads,
+    detection_thresholds,
+    parse_param,
+)
+
+import ncnn_c
+from ncnn_c.tools.randbin import random_weights
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BENCH_INT8 = ROOT / "models" / "benchmark_int8"
+MODELS = [
+    "squeezenet",
+    "mobilenet",
+    "googlenet",
+    "resnet18",
+    "resnet50",
+    "vgg16",
+    "mobilenet_ssd",
+    "squeezenet_ssd",
+]
+HEAVY = {"vgg16", "resnet50"}
+# networks with packed depthwise int8 kernels in the oracle (see the module docstring)
+RCP_DEPTHWISE = {"mobilenet", "mobilenet_ssd"}
+TOL = 1e-2
+# the depthwise networks against the oracle's default (packed, approximate-reciprocal) kernels
+RCP_TOL = 0.1
+
+
+def _param(name: str) -> pathlib.Path:
+    return BENCH_INT8 / f"{name}_int8.param"
+
+
+def _shape(param: pathlib.Path) -> tuple[int, int, int]:
+    (_, shape), *_ = parse_param(param)[0]
+    return shape if all(shape) else (3, 224, 224)
+
+
+@functools.lru_cache(maxsize=4)
+def weights(name: str, int8: bool) -> bytes:
+    param = _param(name)
+    return random_weights(str(param), seed=7, input_shape=_shape(param), int8=int8)
+
+
+def _model(name: str):
+    return pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name
+
+
+@pytest.mark.parametrize("model", [_model(m) for m in MODELS])
+def test_int8_network(model):
+    errors = compare_network(_param(model), weights(model, False), tol=TOL)
+    # exact int8 arithmetic on both sides: far inside the bar
+    assert max(errors.values()) <= 1e-5, errors
+
+
+@pytest.mark.parametrize("model", ["squeezenet", "mobilenet", "resnet18", "squeezenet_ssd"])
+def test_int8_network_int8_stored_weights(model):
+    errors = compare_network(_param(model), weights(model, True), tol=TOL)
+    assert max(errors.values()) <= 1e-5, errors
+
+
+def _run(lib, param: pathlib.Path, bin_bytes: bytes, inputs, outputs) -> list[np.ndarray]:
+    """Either library with its default options (packing, Winograd / GEMM, one thread)."""
+    net = lib.Net()
+    net.opt.num_threads = 1
+    with tempfile.TemporaryDirectory() as tmp:
+        bpath = os.path.join(tmp, "m.bin")
+        with open(bpath, "wb") as f:
+            f.write(bin_bytes)
+        assert net.load_param(str(param)) == 0 and net.load_model(bpath) == 0
+    res = []
+    with net.create_extractor() as ex:
+        for name, x in inputs:
+            ex.input(name, lib.Mat(x).clone() if lib is ncnn else lib.Mat(x))
+        for name in outputs:
+            ret, m = ex.extract(name)
+            assert ret == 0, name
+            res.append(np.array(m.numpy() if lib is ncnn_c else m, dtype=np.float32, copy=True))
+            del m
+    net.clear()
+    return res
+
+
+@pytest.mark.parametrize("model", [_model(m) for m in MODELS])
+def test_int8_network_default_options(model):
+    param = _param(model)
+    text = param.read_text()
+    ins, outs = parse_param(param)
+    rcp = model in RCP_DEPTHWISE
+    if rcp and any(typ in DETECTION_TYPES for _, typ in outs):
+        # a few % apart in the heads moves the boxes: compare the heads, not the detections
+        outs = detection_heads(text)
+    g = np.random.default_rng(0)
+    inputs = [
+        (name, g.standard_normal(shape if all(shape) else (3, 224, 224)).astype(np.float32))
+        for name, shape in ins
+    ]
+    names = [n for n, _ in outs]
+    got = _run(ncnn_c, param, weights(model, False), inputs, names)
+    ref = _run(ncnn, param, weights(model, False), inputs, names)
+    for (name, typ), a, b in zip(outs, got, ref, strict=True):
+        what = f"{model}:{name}"
+        if typ in DETECTION_TYPES:
+            assert_same_detections(a, b, what, detection_thresholds(text))
+            continue
+        if a.ndim == 1 and a.size >= 10:
+            assert int(np.argmax(a)) == int(np.argmax(b)), f"{what}: top-1 differs"
+        err = rel_l2(a, b)
+        assert err <= (RCP_TOL if rcp else TOL), f"{what}: relative L2 error {err:.3g}"
