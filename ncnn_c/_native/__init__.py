@@ -1,7 +1,8 @@
 """Native helpers built with cffi; for now the in-process GLSL -> SPIR-V compiler.
 
-``shaderc()`` returns the ``(ffi, lib)`` pair of ``_shaderc``, building the extension
-on first use when it is missing (a checkout without build products still works).
+The extensions are built with the wheel (``setup.py``'s ``build_ext``) or by ``make setup``
+(``python -m ncnn_c._native.build_<name>``), never at import or first use. ``shaderc()``
+loads ``_shaderc``; a checkout where it was not built says how to build it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ _lock = threading.Lock()
 _module = None
 
 
+class NotBuilt(ImportError):
+    """A native extension that was not built: install the wheel, or run ``make setup``."""
+
+
 def shaderc():
-    """The loaded ``_shaderc`` extension module (``.ffi``, ``.lib``); builds it if needed."""
+    """The loaded ``_shaderc`` extension module (``.ffi``, ``.lib``); NotBuilt when it is missing."""
     global _module
     if _module is not None:
         return _module
@@ -22,12 +27,11 @@ def shaderc():
         if _module is None:
             try:
                 mod = importlib.import_module(f"{__name__}._shaderc")
-            except ImportError:
-                from . import build_shaderc
-
-                build_shaderc.build()
-                importlib.invalidate_caches()
-                mod = importlib.import_module(f"{__name__}._shaderc")
+            except ImportError as e:
+                raise NotBuilt(
+                    f"the GLSL compiler extension ncnn_c._native._shaderc is not built ({e}): install"
+                    " the ncnn_c wheel, or run `make setup` (python -m ncnn_c._native.build_shaderc)"
+                ) from e
             if mod.lib.ncnnc_init() != 0:
                 raise RuntimeError("shaderc: compiler initialisation failed")
             _module = mod

@@ -17,6 +17,12 @@ class BuildError(RuntimeError):
     """No C compiler / Python headers / static libraries, or the compile failed."""
 
 
+def source(name: str) -> str:
+    """A C source or cffi declaration file beside the builders (``hash.c``, ``hash.cdef``, ...)."""
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return f.read()
+
+
 def stamp(*parts: str) -> str:
     """The build stamp of a source + link line; it is compiled into the extension itself."""
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
