@@ -637,3 +637,19 @@ def test_a_binary_op_takes_the_activation_after_it(tmp_path, layout):
     ]
     plan = check(tmp_path, lines, {"data": (3, 8, 8)}, ["out"])
     assert plan.native_layers == 6 and len(plan._segments[0].steps) <= 6
+
+
+def test_a_gemm_deconvolution_keeps_its_post_ops_apart(tmp_path):
+    # mobilenet_yolo's upsampling: groups of 2 inputs and 1 output, which oneDNN runs by
+    # GEMM, with post-ops in a slow loop: activation and add run as primitives of their own
+    lines = [
+        _in(3, 6, 5),
+        "Split sp 1 2 data d0 d1",
+        "Interp up 1 1 d1 u 0=1 1=2.0 2=2.0",
+        conv("c2", "u", "r", 3, 8),
+        conv("c", "d0", "a", 3, 16),
+        "DeconvolutionDepthWise d 1 1 a b 0=8 1=4 3=2 4=1 5=1 6=256 7=8 9=2 -23310=1,0.1",
+        "Eltwise add 2 1 r b out 0=1",
+    ]
+    plan = check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
+    assert plan.native_layers == 6

@@ -926,22 +926,37 @@ class NativePlan:
             own.append(_activation(layer.activation_type, getattr(layer, "activation_params", None)))
         sdims, odims = (1, c, h, w), (1, oc, oh, ow)
         make = dn.deconvolution if deconv else dn.convolution
-        for attr, operands in self._post_args(seg, post, odims, len(own)):  # noqa: B007 - used after
-            pd = make(
+
+        def create(attr):
+            return make(
                 dn.md(sdims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dn.md(odims, "any"),
-                (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r,
-                own + attr,
+                (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r, attr,
             )  # fmt: skip
+
+        for attr, operands in self._post_args(seg, post, odims, len(own)):  # noqa: B007 - used after
+            pd = create(own + attr)
             if not pd.impl.startswith("ref"):
                 break
         _no_reference(pd)
+        after = []
+        if "gemm" in pd.impl and (own or post) and deconv:
+            # a deconvolution by GEMM applies post-ops in a scalar loop (5x its own time):
+            # its activation then runs as an eltwise primitive, the rest on their own
+            if post:
+                raise Unsupported("post-ops of a GEMM deconvolution")
+            pd, after, operands = create([]), own, []
         src = self._as_dims(seg, self._value(seg, bottom, pd.md("src", sdims)), sdims)
         src = self._as_md(seg, src, pd.md("src", sdims))
         wpacked = self._prepack(wmem, pd.md("weights", wdims))
         args = [(d.ARG_WEIGHTS, wpacked)] + self._bind_posts(seg, operands)
         if bmem is not None:
             args.append((d.ARG_BIAS, bmem))
-        self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)), args)
+        if not after:
+            return self._run1(seg, pd, src, self._top(layer, pd.md("dst", odims)), args)
+        raw = self._new_value(pd.md("dst", odims), self._shape(layer.tops[0]))
+        self._run1(seg, pd, src, raw, args)
+        (alg, alpha, beta) = after[0]
+        self._run1(seg, dn.eltwise(alg, raw.md, raw.md, alpha, beta), raw, self._top(layer, raw.md))
 
     def _inner_product(self, layer, seg, scale, shift, post) -> None:
         dn = self.dnnl
