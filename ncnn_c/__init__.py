@@ -115,6 +115,9 @@ _EXPORTS.update(
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
+# subpackages of the PyPI package, imported on first use as ``ncnn_c.model_zoo``
+_SUBMODULES = ("model_zoo", "utils")
+
 if TYPE_CHECKING:
     # the names __getattr__ resolves, for type checkers and IDEs (``X as X``: re-exported)
     from .allocator import Allocator as Allocator
@@ -199,6 +202,8 @@ def __getattr__(name: str):
         import sys
 
         return sys.modules[__name__]
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'ncnn_c' has no attribute {name!r}")
@@ -208,4 +213,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return [*__all__, "ncnn"]
+    return [*__all__, "ncnn", *_SUBMODULES]

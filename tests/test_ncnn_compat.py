@@ -7,7 +7,9 @@ ncnn's tests are not vendored: this module exercises the same behaviours in our 
 from __future__ import annotations
 
 import gc
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,3 +219,161 @@ def test_vk_allocator_memory_types_flags_and_images(name):
     assert allocator.stats()["used"] == used - backing.capacity
     if name != "VkStagingAllocator":  # ncnn's staging images take any packing
         assert allocator.fastMalloc(4, 4, 3, 12, 3) is None
+
+
+# ----------------------------------------------------------------------------- ncnn.utils, ncnn.model_zoo
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _photo() -> np.ndarray:
+    """models/cat.jpg as a BGR uint8 (h, w, 3) array, as the zoo's models take images."""
+    from PIL import Image
+
+    return np.ascontiguousarray(np.asarray(Image.open(MODELS / "cat.jpg").convert("RGB"))[:, :, ::-1])
+
+
+@pytest.fixture
+def model_home(tmp_path, monkeypatch):
+    """NCNN_HOME empty, NCNN_REPO a local directory holding the SqueezeNet files: the store's
+    download path runs (through urllib's file:// support) without a network."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("squeezenet_v1.1.param", "squeezenet_v1.1.bin"):
+        shutil.copy(MODELS / name, repo / name)
+    monkeypatch.setenv("NCNN_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NCNN_REPO", repo.as_uri())
+    return tmp_path
+
+
+def test_submodules_exist_like_pypi():
+    import importlib
+
+    pypi = importlib.import_module("ncnn")
+    importlib.import_module("ncnn.model_zoo")  # the PyPI subpackages, loaded to compare
+    importlib.import_module("ncnn.utils")
+
+    assert ncnn.model_zoo.get_model_list()  # reachable as attributes, as after PyPI's import
+    for name in ("download", "check_sha1", "Point", "Rect", "Detect_Object", "Face_Object", "KeyPoint",
+                 "draw_detection_objects", "draw_faceobjects", "draw_pose", "print_topk"):  # fmt: skip
+        assert hasattr(pypi.utils, name) and hasattr(ncnn.utils, name), name
+    for name in ("xywh2xyxy", "xyxy2xywh", "make_grid", "sigmoid", "softmax", "iou_of", "area_of", "nms"):
+        assert hasattr(ncnn.utils.functional, name), name
+    built = set(ncnn.model_zoo.get_model_list())
+    assert built | set(ncnn.model_zoo.ABSENT) == set(pypi.model_zoo.get_model_list())
+    assert not built & set(ncnn.model_zoo.ABSENT)
+    with pytest.raises(NotImplementedError, match="not ported"):
+        ncnn.model_zoo.get_model("YoloV5s")
+    with pytest.raises(ValueError, match="not among"):
+        ncnn.model_zoo.get_model("no_such_model")
+
+
+def test_functional_matches_pypi():
+    import ncnn.utils.functional as ref
+
+    from ncnn_c.utils import functional as ours
+
+    gen = np.random.default_rng(7)
+    xywh = gen.uniform(10, 50, (30, 4)).astype(np.float32)
+    np.testing.assert_array_equal(ours.xywh2xyxy(xywh), ref.xywh2xyxy(xywh))
+    np.testing.assert_array_equal(ours.xyxy2xywh(xywh), ref.xyxy2xywh(xywh))
+    np.testing.assert_array_equal(ours.make_grid(5, 3), ref.make_grid(5, 3))
+    np.testing.assert_allclose(ours.sigmoid(xywh), ref.sigmoid(xywh))
+    logits = gen.standard_normal((4, 9)).astype(np.float32)
+    np.testing.assert_allclose(ours.softmax(logits.copy()), ref.softmax(logits.copy()), rtol=1e-6)
+    boxes = ours.xywh2xyxy(xywh)
+    np.testing.assert_allclose(ours.iou_of(boxes, boxes[:1]), ref.iou_of(boxes, boxes[:1]))
+    scores = gen.uniform(0, 1, 30)
+    for top_k in (-1, 3):
+        assert ours.nms(boxes, scores, 0.3, top_k) == [int(i) for i in ref.nms(boxes, scores, 0.3, top_k)]
+
+
+def test_objects_and_drawing():
+    from ncnn_c.utils import (
+        Detect_Object,
+        Face_Object,
+        KeyPoint,
+        Point,
+        Rect,
+        draw_detection_objects,
+        draw_faceobjects,
+        draw_pose,
+    )
+
+    assert Rect(0, 0, 2, 2).intersection_area(Rect(1, 1, 2, 2)) == 1.0
+    assert Rect(0, 0, 2, 2).intersection_area(Rect(5, 5, 1, 1)) == 0.0  # ncnn's says 12: a bug
+    img = np.zeros((60, 80, 3), np.uint8)
+    obj = Detect_Object(label=1, prob=0.9, x=10, y=30, w=20, h=15)
+    assert draw_detection_objects(img, ["bg", "cat"], [obj], show=False) is img
+    assert (img[30, 10:30] == (255, 0, 0)).all()  # the box's top edge, blue in BGR
+    assert (img[:30] == 255).any()  # the white label above it
+    img = np.zeros((60, 80, 3), np.uint8)
+    face = Face_Object()
+    face.rect, face.prob, face.landmark = Rect(5, 30, 20, 20), 0.5, [Point(12, 40)] * 5
+    draw_faceobjects(img, [face], show=False)
+    assert (img[40, 12] == (0, 255, 255)).all() and (img[30, 5:25] == (255, 0, 0)).all()
+    points = [KeyPoint() for _ in range(17)]
+    for i, k in enumerate(points):
+        k.p, k.prob = Point(40 + i, 50), 1.0
+    draw_pose(img, points, show=False)
+    assert (img[50, 40] == (0, 255, 0)).all()
+
+
+def test_download_and_model_store(model_home, monkeypatch):
+    from ncnn_c.model_zoo import model_store
+    from ncnn_c.utils import check_sha1, download
+
+    path = model_store.get_model_file("squeezenet_v1.1.param")
+    assert Path(path) == model_home / "home" / "models" / "squeezenet_v1.1.param"
+    assert check_sha1(path, model_store.short_hash("squeezenet_v1.1.param"))
+    Path(path).write_text("damaged")  # a file that does not match is fetched again
+    assert check_sha1(model_store.get_model_file("squeezenet_v1.1.param"), "a63d779a")
+    with pytest.raises(ValueError, match="not available"):
+        model_store.get_model_file("nothing.bin")
+    # a file published in parts is fetched part by part and joined
+    whole = (MODELS / "squeezenet_v1.1.bin").read_bytes()
+    for i, part in enumerate((whole[:1000], whole[1000:])):
+        (model_home / "repo" / f"split.bin.part{i + 1:02d}").write_bytes(part)
+    sha1 = model_store._MODEL_SHA1["squeezenet_v1.1.bin"]
+    monkeypatch.setitem(model_store._MODEL_SHA1, "split.bin", sha1)
+    monkeypatch.setitem(model_store._SPLIT, "split.bin", 2)
+    assert Path(model_store.get_model_file("split.bin")).read_bytes() == whole
+    # download(): kept when it matches, a mismatch after fetching raises UserWarning
+    url = (model_home / "repo" / "squeezenet_v1.1.param").as_uri()
+    target = model_home / "d" / "x.param"
+    assert download(url, target) == str(target) and check_sha1(target, "a63d779a")
+    target.write_text("kept")
+    assert download(url, target) == str(target) and target.read_text() == "kept"
+    with pytest.raises(UserWarning, match="does not match"):
+        download(url, target, overwrite=True, sha1_hash="0000")
+    model_store.purge()
+    assert not any(p.name.startswith("squeezenet") for p in (model_home / "home" / "models").iterdir())
+
+
+def test_squeezenet_from_the_zoo_matches_pypi(model_home):
+    import ncnn.model_zoo as ref_zoo
+
+    img = _photo()
+    ours = ncnn.model_zoo.get_model("squeezenet")(img)
+    ref = ref_zoo.get_model("squeezenet")(img)
+    assert ours.shape == ref.shape == (1000,)
+    np.testing.assert_allclose(ours, ref, atol=1e-4)
+    assert int(np.argmax(ours)) == int(np.argmax(ref))
+
+
+@pytest.mark.parametrize("clamp", [False, True])
+def test_detection_rows_become_objects(clamp):
+    from ncnn_c.model_zoo.model_zoo import MobileNet_SSD, MobileNetV3_SSDLite
+
+    cls = MobileNetV3_SSDLite if clamp else MobileNet_SSD
+    det = cls.__new__(cls)  # no model files needed to decode rows
+    det.target_size = 300
+    rows = np.array([[3, 0.75, 0.1, 0.2, 0.5, 0.6], [7, 0.5, -0.1, 0.0, 1.2, 0.5]], np.float32)
+    objs = det._objects(ncnn.Mat(rows), 200, 100)
+    assert [(o.label, o.prob) for o in objs] == [(3.0, 0.75), (7.0, 0.5)]
+    r = objs[0].rect
+    assert (r.x, r.y, r.w, r.h) == pytest.approx((20, 20, 80, 40), abs=1e-4)
+    r = objs[1].rect
+    want = (0, 0, 299 / 300 * 200, 50) if clamp else (-20, 0, 260, 50)
+    assert (r.x, r.y, r.w, r.h) == pytest.approx(want, abs=1e-3)
+    assert det._objects(ncnn.Mat(), 200, 100) == []
