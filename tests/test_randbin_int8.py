@@ -111,3 +111,34 @@ def test_randbin_writes_every_quantized_layer_type(tmp_path):
                 ex.input("tok", ncnn_c.Mat(tokens))
                 ret, m = ex.extract(blob)
                 assert ret == 0 and np.isfinite(m.numpy().astype(np.float32)).all(), blob
+
+
+GEMM_INT8 = """7767517
+4 4
+Input            x     0 1 x 0=24 1=1 2=6
+Gemm             g1    1 1 x y 3=1 5=1 6=1 8=16 9=24 10=4 18=2
+Gemm             g2    1 1 y z 2=1 4=1 7=5 9=6 18=2
+Gemm             g3    1 1 z w 4=1 5=1 6=0 7=5 8=16 9=16 3=0 18=2
+"""
+
+
+def test_randbin_int8_gemm_matches_ncnn(tmp_path):
+    # int8 Gemm constants must be int8-stored for ncnn's x86 kernels: the PyPI ncnn reads them
+    import ncnn
+    from oracle import rel_l2, run_ncnn
+
+    param = tmp_path / "g.param"
+    param.write_text(GEMM_INT8)
+    data = random_weights(str(param), seed=5)
+    x = np.random.default_rng(3).standard_normal((6, 1, 24)).astype(np.float32)
+    assert ncnn is not None
+    ret, ref = run_ncnn(GEMM_INT8, data, [x], 1, ["x"], ["w"])
+    assert ret == 0
+    net = _net(str(param), data)
+    with net.create_extractor() as ex:
+        ex.input("x", ncnn_c.Mat(x))
+        ret, m = ex.extract("w")
+        assert ret == 0
+        got = np.array(m.numpy())
+    assert got.shape == ref[0].shape and np.std(ref[0]) > 0
+    assert rel_l2(got, ref[0]) <= 1e-6

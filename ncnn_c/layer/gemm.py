@@ -8,6 +8,16 @@ row of the M side, per column of the N side, or full M x N); a constant C says h
 ``output_transpose`` writes the N x M transpose, ``output_N1M`` a 3-D (rows, 1, cols) blob.
 ``output_elempack`` / ``output_elemtype`` only choose a storage layout: CPU blobs here are
 fp32 with elempack 1, as ncnn's own fp32 CPU path produces them once unpacked.
+
+int8 (``quantize_term``, param 18, non-zero; ncnn runs it whatever ``use_int8_inference``
+says): constant A / B are int8-stored (ModelBin's int8 flag) and followed in the model by one
+scale per row of A (``constantM`` values) and one scale for B. An input A is quantized per row
+(scale 127 / max|row|), an input B as a whole (127 / max|B|), as ncnn's x86 kernels do; the
+exact int32 product is scaled per row by ``1 / (A_scale * B_scale)`` (``max|row| / (127 *
+B_scale)`` for a dynamically quantized A), then ``beta * C`` is added and the sum scaled by
+``alpha``. An fp32-stored constant under ``quantize_term`` is quantized at load the same
+dynamic way (ncnn's reference Gemm; its x86 one would read the floats as int8). ncnn's
+block-quantized weight formats (quantize_term 4-6, >= 400) are refused.
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._elementwise import load_vector
+from ._int8 import float2int8, int8_matmul
 from .deconvolution import flat_weights
 
 log = logging.getLogger("ncnn_c")
@@ -73,10 +85,19 @@ class Gemm(Layer):
         self._A: np.ndarray | None = None  # (M, K), possibly a transposed view
         self._B: np.ndarray | None = None  # (K, N), possibly a transposed view
         self._C: np.ndarray | None = None  # beta * C, shaped to broadcast over (M, N)
+        # int8: constant A (M, K) and B (K, N) as int8, with A's row scales and B's scale
+        self._A8: np.ndarray | None = None
+        self._B8: np.ndarray | None = None
+        self.A_data_int8_scales = np.ones(0, np.float32)
+        self.B_data_int8_scale = np.float32(1.0)
 
     def check_params(self) -> int:
-        if self.quantize_term:
-            log.error("Gemm %r: quantized weights (18=%d) are not supported", self.name, self.quantize_term)
+        if self.quantize_term in (4, 5, 6) or self.quantize_term >= 400 or self.quantize_term < 0:
+            log.error(
+                "Gemm %r: quantize_term %d (block-quantized weights) is not supported",
+                self.name,
+                self.quantize_term,
+            )
             return -1
         if self.constantA and (self.constantM <= 0 or self.constantK <= 0):
             log.error("Gemm %r: constantA needs positive constantM and constantK", self.name)
@@ -125,6 +146,17 @@ class Gemm(Layer):
             self.C_data = mb.load(count, 0)
             if self.C_data.empty():
                 return -100
+        if self.quantize_term:
+            if self.constantA:
+                scales = load_vector(self, mb, M, "A_data_int8_scales")
+                if scales is None:
+                    return -100
+                self.A_data_int8_scales = scales
+            if self.constantB:
+                scale = load_vector(self, mb, 1, "B_data_int8_scale")
+                if scale is None:
+                    return -100
+                self.B_data_int8_scale = scale[0]
         self._prepare()
         return 0
 
@@ -136,8 +168,45 @@ class Gemm(Layer):
         if self.constantB:
             b = flat_weights(self.B_data)
             self._B = b.reshape(K, N) if not self.transB else b.reshape(N, K).T
+        if self.quantize_term:
+            self._prepare_int8()
         if self.constantC and self.constant_broadcast_type_C != -1:
             self._C = self._broadcast_c(flat_weights(self.C_data), self.constant_broadcast_type_C, M, N)
+
+    def _prepare_int8(self) -> None:
+        """Constant A / B as int8 matrices with their scales; the fp32 ``_A`` / ``_B`` (what a
+        GPU layer runs on) become their dequantized values."""
+        if self.constantA and self._A is not None:
+            if self.A_data.elemsize == 1:
+                self._A8 = np.ascontiguousarray(self._A, dtype=np.int8)
+                scales = self.A_data_int8_scales
+            else:
+                self._A8, scales, _ = _quantize_rows(self._A)
+            with np.errstate(divide="ignore"):
+                self._A = (self._A8 / scales[:, None]).astype(np.float32)
+            self.A_data_int8_scales = scales
+        if self.constantB and self._B is not None:
+            if self.B_data.elemsize == 1:
+                self._B8 = np.ascontiguousarray(self._B, dtype=np.int8)
+            else:
+                self._B8, self.B_data_int8_scale = _quantize_whole(self._B)
+            self._B = (self._B8 / self.B_data_int8_scale).astype(np.float32)
+
+    def _int8_product(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """fp32 (M, N): the int8 product of A (M, K) and B (K, N), each int8 (a constant) or
+        fp32 (quantized here), descaled per row of A."""
+        if B.dtype == np.int8:
+            B8, b_scale = B, np.float32(self.B_data_int8_scale)
+        else:
+            B8, b_scale = _quantize_whole(B)
+        if A.dtype == np.int8:
+            A8 = A
+            with np.errstate(divide="ignore", over="ignore"):
+                descale = np.float32(1) / (self.A_data_int8_scales * b_scale)
+        else:
+            A8, _, absmax = _quantize_rows(A)
+            descale = absmax / (np.float32(127) * b_scale)
+        return int8_matmul(A8, B8).astype(np.float32) * descale.astype(np.float32)[:, None]
 
     def _broadcast_c(self, c: np.ndarray, kind: int, M: int, N: int) -> np.ndarray:
         shape = {0: (1, 1), 1: (M, 1), 2: (M, 1), 3: (M, N), 4: (1, N)}[kind]
@@ -204,14 +273,14 @@ class Gemm(Layer):
             return -1
         i = 0
         if self.constantA:
-            A = self._A
+            A = self._A8 if self.quantize_term else self._A
         else:
             A = self._matrix(bottoms[i], "A")
             if A is not None and self.transA:
                 A = A.T
             i += 1
         if self.constantB:
-            B = self._B
+            B = self._B8 if self.quantize_term else self._B
         else:
             B = self._matrix(bottoms[i], "B")
             if B is not None and self.transB:
@@ -241,7 +310,12 @@ class Gemm(Layer):
             return -100
         dst = top_blob.tensor()
         out = dst[:, 0, :] if self.output_N1M else dst
-        if self.output_transpose:
+        if self.quantize_term:
+            prod = self._int8_product(A, B)
+            out[...] = prod.T if self.output_transpose else prod
+            if C is not None:
+                out += C.T if self.output_transpose else C
+        elif self.output_transpose:
             np.matmul(B.T, A.T, out=out)
             if C is not None:
                 out += C.T
@@ -252,3 +326,18 @@ class Gemm(Layer):
         if self.alpha != 1.0:
             out *= np.float32(self.alpha)
         return 0
+
+
+def _quantize_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 rows, row scales 127 / max|row| (1 for a zero row), max|row|) of an fp32 matrix."""
+    absmax = np.abs(a).max(axis=1).astype(np.float32) if a.size else np.zeros(a.shape[0], np.float32)
+    with np.errstate(divide="ignore"):
+        scales = np.where(absmax == 0, np.float32(1), np.float32(127) / absmax).astype(np.float32)
+    return float2int8(np.multiply(a, scales[:, None], dtype=np.float32)), scales, absmax
+
+
+def _quantize_whole(b: np.ndarray) -> tuple[np.ndarray, np.float32]:
+    """(int8 matrix, its scale 127 / max|b| (1 for all zeros)) of an fp32 matrix."""
+    absmax = np.float32(np.abs(b).max()) if b.size else np.float32(0)
+    scale = np.float32(1) if absmax == 0 else np.float32(127) / absmax
+    return float2int8(np.multiply(b, scale, dtype=np.float32)), scale

@@ -32,7 +32,8 @@ int8 blob means what its consumer's bottom scale says. The weights are written a
 layer quantizes them at load) or, with ``--int8``, in ncnn's int8 storage (flag 0x000D4B38),
 quantized with those scales. Quantize's scales come from the calibration too; Dequantize's and
 Requantize's are near 1/127 in, 1 out. An int8 Embed table is written as int8 with a scale
-that makes its values unit-sized.
+that makes its values unit-sized, an int8 Gemm's constant A / B as int8 with their scales
+(ncnn's x86 int8 Gemm reads its constants as int8 storage only).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class _RecordingModelBin(ModelBin):
         self.fp16 = fp16
         self.blobs = blobs
         self.count = 0
+        self.gemm_scales: dict[str, np.ndarray] = {}
 
     def _role(self) -> str:
         roles = _roles(self.layer)
@@ -143,6 +145,13 @@ class _RecordingModelBin(ModelBin):
             )
             return Mat()
         role = self._role()
+        if role in ("gemm A", "gemm B"):
+            return self._gemm_int8(w, type_, role)
+        if role in ("gemm A scales", "gemm B scale"):
+            values = self.gemm_scales.pop(role)
+            self.count += 1
+            self.blobs.append((values, type_, role))
+            return Mat.from_tensor(values)
         if role == "int8 table":  # an Embed whose table must be int8-stored
             table = self.gen.integers(-127, 128, w).astype(np.int8)
             self.count += 1
@@ -164,6 +173,31 @@ class _RecordingModelBin(ModelBin):
             return Mat()
         return Mat.from_tensor(values)
 
+    def _gemm_int8(self, w: int, type_: int, role: str) -> Mat:
+        """An int8 Gemm's constant A (one scale per row of A) or B (one scale): He-scaled
+        values quantized into int8 storage, which ncnn's x86 int8 Gemm requires."""
+        from ..layer._int8 import float2int8
+
+        layer = self.layer
+        k = max(1, int(layer.constantK))
+        values = (self.gen.standard_normal(w) * np.sqrt(_GAIN / k)).astype(np.float32)
+        if role == "gemm A":
+            m = max(1, int(layer.constantM))
+            a = values.reshape(k, m).T if layer.transA else values.reshape(m, k)
+            absmax = np.abs(a).max(axis=1)
+            scales = (127.0 / np.where(absmax > 0, absmax, 1.0)).astype(np.float32)
+            q = float2int8(a * scales[:, None])
+            stored = (q.T if layer.transA else q).reshape(-1)
+            self.gemm_scales["gemm A scales"] = scales
+        else:
+            absmax = float(np.abs(values).max()) if w else 0.0
+            scale = np.float32(127.0 / absmax if absmax > 0 else 1.0)
+            stored = float2int8(values * scale)
+            self.gemm_scales["gemm B scale"] = np.array([scale], np.float32)
+        self.count += 1
+        self.blobs.append((stored, type_, role))
+        return Mat.from_tensor(stored) if w else Mat()
+
 
 def _roles(layer) -> tuple[str, ...]:
     """The role of each blob ``layer`` loads, in load order (see _ROLES)."""
@@ -172,6 +206,10 @@ def _roles(layer) -> tuple[str, ...]:
         roles = ("weight",) + (("bias",) if layer.bias_term else ())
         roles += ("weight scale", "bottom scale")
         return roles + (("top scale",) if term > 100 and layer.type != "InnerProduct" else ())
+    if layer.type == "Gemm" and int(getattr(layer, "quantize_term", 0) or 0):
+        roles = ("gemm A",) * bool(layer.constantA) + ("gemm B",) * bool(layer.constantB)
+        roles += ("shift",) * bool(layer.constantC and layer.constant_broadcast_type_C != -1)
+        return roles + ("gemm A scales",) * bool(layer.constantA) + ("gemm B scale",) * bool(layer.constantB)
     if layer.type == "Embed" and term:
         return ("int8 table",) + (("shift",) if layer.bias_term else ()) + ("embed scale",)
     if layer.type == "Quantize":
