@@ -79,7 +79,7 @@ class Value:
         "base_off",
         "const",
         "addr",
-        "plain",
+        "copies",
     )
 
     def __init__(self, md, shape: tuple, first: int) -> None:
@@ -94,7 +94,7 @@ class Value:
         self.base_off = 0
         self.const = False
         self.addr = 0  # a constant's address
-        self.plain: Value | None = None  # this value in a plain layout, once one was made
+        self.copies: dict[str, Value] = {}  # this value in other layouts (by tag), once made
 
 
 def _mat_dims(shape: tuple) -> tuple[int, ...] | None:
@@ -601,19 +601,10 @@ class NativePlan:
 
     def _plain(self, seg: _Segment, v: Value) -> Value:
         """``v`` in the plain (row-major) layout of its dims: itself, or a copy (made once)."""
-        plain = self.dnnl.md(v.md.dims, _PLAIN[len(v.md.dims)])
-        if v.md == plain:
-            return v
-        if v.plain is not None:
-            v.plain.last = self._step
-            return v.plain
-        p = self._new_value(plain, v.shape)
-        self._copy(seg, v, p)
-        v.plain = p
-        return p
+        return self._as_md(seg, v, self.dnnl.md(v.md.dims, _PLAIN[len(v.md.dims)]))
 
     def _as_md(self, seg: _Segment, v: Value, md) -> Value:
-        """``v`` with descriptor ``md`` (same dims): itself, or a copy."""
+        """``v`` with descriptor ``md`` (same dims): itself, or a copy (one per layout)."""
         if v.md == md:
             return v
         if v.const:
@@ -621,10 +612,15 @@ class NativePlan:
             c = Value(md, v.shape, -1)
             c.const, c.addr, c.mem = True, addr, mem
             return c
-        if md == self.dnnl.md(v.md.dims, _PLAIN[len(v.md.dims)]):
-            return self._plain(seg, v)
+        tag = self._tag_of(md)
+        if tag is not None and tag in v.copies:
+            out = v.copies[tag]
+            out.last = self._step
+            return out
         out = self._new_value(md, v.shape)
         self._copy(seg, v, out)
+        if tag is not None:
+            v.copies[tag] = out
         return out
 
     def _as_dims(self, seg: _Segment, v: Value, dims: tuple[int, ...]) -> Value:
@@ -1086,14 +1082,20 @@ class NativePlan:
             vals[i] = self._as_md(seg, v, first.md)
         return vals
 
-    def _concat_values(self, layer, seg, vals: list[Value], axis: int, index: int = 0) -> Value:
+    def _concat_values(self, layer, seg, vals: list[Value], axis: int, index: int = 0, tag="any") -> Value:
         d, dn = _dnnl(), self.dnnl
         dims = list(vals[0].md.dims)
         dims[axis] = sum(v.md.dims[axis] for v in vals)
-        pd = dn.concat(dn.md(dims, "any"), axis, [v.md for v in vals])
-        if pd.impl.startswith("ref"):
-            vals = [self._plain(seg, v) for v in vals]
-            pd = dn.concat(dn.md(dims, _PLAIN[len(dims)]), axis, [v.md for v in vals])
+        pd = dn.concat(dn.md(dims, tag), axis, [v.md for v in vals])
+        for other in ("acdb", _PLAIN[len(dims)]) if pd.impl.startswith("ref") else ():
+            # parts whose channels do not fill whole blocks: copied into a layout without
+            # blocks (channels innermost first: convolutions on AVX-512 read that)
+            if other == "acdb" and len(dims) != 4:
+                continue
+            pd = dn.concat(dn.md(dims, other), axis, [dn.md(v.md.dims, other) for v in vals])
+            if not pd.impl.startswith("ref"):
+                vals = [self._as_md(seg, v, dn.md(v.md.dims, other)) for v in vals]
+                break
         _no_reference(pd)
         out = self._top(layer, pd.md("dst", dims), index) if layer is not None else None
         if out is None:
@@ -1329,7 +1331,8 @@ class NativePlan:
         self._set_top(layer, self._pad_value(seg, src, pads, float(layer.value)))
 
     def _pad_value(self, seg, v: Value, pads, value: float) -> Value:
-        """``v`` grown by constant blocks: a concat per padded axis."""
+        """``v`` grown by constant blocks: a concat per padded axis, in ``v``'s layout."""
+        tag = self._tag_of(v.md) or "any"
         for axis, (before, after) in enumerate(pads):
             if not (before or after):
                 continue
@@ -1338,11 +1341,12 @@ class NativePlan:
                 if n:
                     dims = list(v.md.dims)
                     dims[axis + 1] = n
-                    parts.append(self._const_value(np.full(dims, value, np.float32), v.shape, dims))
+                    md = None if tag == "any" else self.dnnl.md(dims, tag)
+                    parts.append(self._const_value(np.full(dims, value, np.float32), v.shape, dims, md))
                 else:
                     parts.append(None)
             vals = [p for p in (parts[0], v, parts[1]) if p is not None]
-            v = self._concat_values(None, seg, vals, axis + 1)
+            v = self._concat_values(None, seg, vals, axis + 1, tag=tag)
         return v
 
     def _make_pending_pad(self, seg, blob: int) -> Value:
