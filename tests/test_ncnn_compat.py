@@ -377,3 +377,33 @@ def test_detection_rows_become_objects(clamp):
     want = (0, 0, 299 / 300 * 200, 50) if clamp else (-20, 0, 260, 50)
     assert (r.x, r.y, r.w, r.h) == pytest.approx(want, abs=1e-3)
     assert det._objects(ncnn.Mat(), 200, 100) == []
+
+
+# ----------------------------------------------------------------------------- the runner of ncnn's tests
+
+
+def test_runner_of_ncnn_python_tests(tmp_path, capsys):
+    """tests/ncnn_python_tests.py on a stand-in for ncnn's python/tests: each implementation is
+    the one imported as ``ncnn``, files open relative to the copy, regressions are counted."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        import ncnn_python_tests as runner
+    finally:
+        sys.path.pop(0)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.param").write_text("7767517\n1 1\nInput data 0 1 data\n")
+    (tests / "test_mat.py").write_text(
+        "import ncnn\n\n"
+        "def test_both():\n    net = ncnn.Net()\n    assert net.load_param('tests/test.param') == 0\n\n"
+        "def test_pypi_only():\n    assert ncnn.__name__ == 'ncnn'\n\n"
+        "def test_neither():\n    assert ncnn.Mat(3).w == 4\n"
+    )
+    assert runner.main([str(tests)]) == 1
+    out = capsys.readouterr().out
+    assert "ncnn: 2 of 3 passed" in out and "ncnn_c: 1 of 3 passed" in out
+    assert "REGRESSION tests.test_mat::test_pypi_only" in out
+    assert "tests the PyPI ncnn passes that ncnn_c does not: 1" in out
+    assert runner.main([str(tests), "--impl", "ncnn_c"]) == 0
+    with pytest.raises(SystemExit):
+        runner.main([str(tmp_path)])  # not ncnn's tests directory
