@@ -25,6 +25,304 @@ def test_extractor_has_no_constructor():
         assert isinstance(ex, ncnn.Extractor)
 
 
+# ----------------------------------------------------------------------------- Mat, as ncnn's test_mat
+
+SIZES = [(1,), (2, 3), (4, 5, 6), (7, 8, 9, 10)]
+FIELDS = {1: ("w",), 2: ("w", "h"), 3: ("w", "h", "c"), 4: ("w", "h", "d", "c")}
+
+
+def _shape_of(m) -> tuple[int, ...]:
+    return tuple(getattr(m, f) for f in FIELDS[m.dims])
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+@pytest.mark.parametrize("as_tuple", [False, True])
+@pytest.mark.parametrize("kwargs", [{}, {"elemsize": 4}, {"elemsize": 4, "elempack": 1}, {"allocator": None}])
+def test_mat_constructors(sizes, as_tuple, kwargs):
+    m = ncnn.Mat(sizes, **kwargs) if as_tuple else ncnn.Mat(*sizes, **kwargs)
+    assert m.dims == len(sizes) and _shape_of(m) == sizes
+    assert (m.elemsize, m.elempack, m.allocator) == (4, 1, None)
+    assert not m.empty() and m.refcount == 1 and m.elembits() == 32
+    shape = m.shape()
+    assert shape.dims == m.dims and _shape_of(shape) == sizes
+    # ncnn aligns every channel to 16 bytes: 1 -> 4, 2x3 -> 8, whole planes beyond
+    assert m.total() == {1: 4, 2: 8, 3: 4 * 5 * 6, 4: 7 * 8 * 9 * 10}[m.dims]
+    # numpy's shape is ncnn's reversed, float32 for 4-byte elements, for the Mat and np.array()
+    for arr in (m.numpy(), np.array(m)):
+        assert arr.shape == sizes[::-1] and arr.dtype == np.float32
+    for copy in (m.clone(), ncnn.Mat()):
+        if copy.dims == 0:
+            copy.clone_from(m)
+        assert copy.dims == m.dims and _shape_of(copy) == sizes and copy.data_ptr() != m.data_ptr()
+    like = ncnn.Mat()
+    like.create_like(m)
+    assert like.dims == m.dims and _shape_of(like) == sizes
+    made = ncnn.Mat()
+    made.create(sizes) if as_tuple else made.create(*sizes)
+    assert made.dims == m.dims and _shape_of(made) == sizes
+
+
+@pytest.mark.parametrize("elemsize,dtype", [(1, np.int8), (2, np.float16), (4, np.float32)])
+def test_mat_elemsize_gives_dtype(elemsize, dtype):
+    m = ncnn.Mat(3, elemsize=elemsize, elempack=1)
+    assert m.numpy().dtype == dtype and m.elembits() == 8 * elemsize
+
+
+@pytest.mark.parametrize("shape", [(12,), (12, 11), (12, 11, 3), (12, 11, 7, 3)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_array_round_trip(shape, dtype):
+    array = (np.random.default_rng(3).uniform(0, 127, shape)).astype(dtype)
+    back = np.array(ncnn.Mat(array))
+    assert back.shape == shape
+    np.testing.assert_array_equal(back.view(array.dtype), array)
+
+
+def test_fill_views_and_reshape():
+    m = ncnn.Mat(1)
+    m.fill(1.0)
+    assert np.array(m)[0] == 1.0
+    assert ncnn.Mat().reshape(1).dims == 0 and ncnn.Mat().reshape(1, 1, 1, 1).dims == 0
+    for src, sizes in (((1,), (1, 1)), ((1,), (1, 1, 1, 1)), ((1, 2), (2, 1, 1)), ((1, 2, 3), (2, 1, 3, 1))):
+        for r in (ncnn.Mat(*src).reshape(*sizes), ncnn.Mat(src).reshape(sizes)):
+            assert r.dims == len(sizes) and _shape_of(r) == sizes
+    vol = ncnn.Mat(1, 2, 3, 4)
+    dr = vol.channel(1).depth_range(1, 2)
+    assert (dr.dims, dr.w, dr.h, dr.c) == (3, 1, 2, 2)
+    cr = ncnn.Mat(1, 2, 3).channel_range(0, 2)
+    assert (cr.dims, cr.w, cr.h, cr.c) == (3, 1, 2, 2)
+    rr = ncnn.Mat(1, 2).row_range(0, 2)
+    assert (rr.dims, rr.w, rr.h) == (2, 1, 2)
+    rg = ncnn.Mat(2).range(0, 2)
+    assert (rg.dims, rg.w) == (1, 2)
+    ch = ncnn.Mat(2, 3, 4).channel(1)
+    assert (ch.dims, ch.w, ch.h, ch.c) == (2, 2, 3, 1)
+    dp = vol.channel(1).depth(1)
+    assert (dp.dims, dp.w, dp.h) == (2, 1, 2)
+
+
+def test_getitem_setitem_and_refcount():
+    m = ncnn.Mat(2)
+    m.fill(1)
+    assert m[0] == 1.0 and m[1] == 1.0
+    m[0] = 2.0
+    assert m[0] == 2.0 and m[1] == 1.0
+    assert m.refcount == 1
+    m.addref()
+    assert m.refcount == 2
+    m.release()
+    assert m.refcount is None and m.empty()
+
+
+PIXELS = np.random.default_rng(11).integers(0, 256, (300, 500, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("stride", [None, 500 * 3])
+def test_pixels_in(stride):
+    """from_pixels* read a (300, 400) image, alone or inside 500-pixel rows (``stride``)."""
+    pixels = np.ascontiguousarray(PIXELS[:, :400]) if stride is None else PIXELS
+    st = () if stride is None else (stride,)
+    kw = {} if stride is None else {"stride": stride}
+    PT = ncnn.Mat.PixelType
+    m = ncnn.Mat.from_pixels(pixels, PT.PIXEL_RGB, 400, 300, **kw)
+    assert (m.dims, m.w, m.h, m.c) == (3, 400, 300, 3)
+    for y, x, q in ((0, 0, 0), (200, 150, 1), (299, 399, 2)):
+        assert pixels[y, x, q] == m.channel(q).row(y)[x]
+    same = ncnn.Mat.from_pixels_resize(pixels, PT.PIXEL_BGR2RGB, 400, 300, *st, 400, 300)
+    for y, x, q in ((0, 0, 0), (200, 150, 1), (299, 399, 2)):
+        assert pixels[y, x, q] == same.channel(2 - q).row(y)[x]
+    half = ncnn.Mat.from_pixels_resize(pixels, PT.PIXEL_BGR2RGB, 400, 300, *st, 200, 150)
+    assert (half.dims, half.w, half.h, half.c) == (3, 200, 150, 3)
+    roi = ncnn.Mat.from_pixels_roi(pixels, PT.PIXEL_RGB, 400, 300, *st, 100, 75, 200, 150)
+    assert (roi.w, roi.h, roi.c) == (200, 150, 3)
+    for y, x, q in ((75, 100, 0), (150, 200, 1), (224, 299, 2)):
+        assert pixels[y, x, q] == roi.channel(q).row(y - 75)[x - 100]
+    small = ncnn.Mat.from_pixels_roi_resize(pixels, PT.PIXEL_RGB, 400, 300, *st, 100, 75, 200, 150, 100, 75)
+    assert (small.dims, small.w, small.h, small.c) == (3, 100, 75, 3)
+
+
+@pytest.mark.parametrize(
+    "mean,norm", [([], [0.007843] * 3), ([127.5] * 3, []), ([127.5] * 3, [0.007843] * 3)]
+)
+def test_substract_mean_normalize(mean, norm):
+    pixels = np.ascontiguousarray(PIXELS[:, :400])
+    m = ncnn.Mat.from_pixels(pixels, ncnn.Mat.PixelType.PIXEL_RGB, 400, 300)
+    m.substract_mean_normalize(mean, norm)
+    want = (float(pixels[0, 0, 0]) - (mean[0] if mean else 0.0)) * (norm[0] if norm else 1.0)
+    assert abs(m.channel(0).row(0)[0] - want) < 1e-5
+
+
+# ----------------------------------------------------------------------------- allocators, Blob, Option, ParamDict
+
+
+@pytest.mark.parametrize("cls", ["PoolAllocator", "UnlockedPoolAllocator"])
+def test_pool_allocators(cls):
+    pool = getattr(ncnn, cls)()
+    pool.set_size_compare_ratio(0.5)
+    buf = pool.fastMalloc(10 * 1024)
+    assert buf is not None
+    pool.fastFree(buf)
+    pool.clear()
+
+
+def test_blob_fields():
+    blob = ncnn.Blob()
+    blob.name, blob.producer, blob.consumer, blob.shape = "myblob", 0, 0, ncnn.Mat(1)
+    assert (blob.name, blob.producer, blob.consumer) == ("myblob", 0, 0)
+    assert (blob.shape.dims, blob.shape.w) == (1, 1)
+
+
+OPTION_FLAGS = [
+    "lightmode", "use_winograd_convolution", "use_sgemm_convolution", "use_int8_inference",
+    "use_vulkan_compute", "use_bf16_packed", "use_bf16_storage", "use_fp16_packed", "use_fp16_storage",
+    "use_fp16_arithmetic", "use_int8_packed", "use_int8_storage", "use_int8_arithmetic",
+    "use_packing_layout", "use_subgroup_ops", "use_tensor_storage",
+]  # fmt: skip
+
+
+def test_option_fields():
+    opt = ncnn.Option()
+    for flag in OPTION_FLAGS:
+        for v in (True, False):
+            setattr(opt, flag, v)
+            assert getattr(opt, flag) is v, flag
+    assert opt.num_threads == ncnn.get_physical_big_cpu_count()
+    opt.num_threads = 1
+    assert opt.num_threads == 1
+    allocator = ncnn.PoolAllocator()
+    for name in ("blob_allocator", "workspace_allocator"):
+        assert getattr(opt, name) is None
+        setattr(opt, name, allocator)
+        assert getattr(opt, name) is allocator
+    assert opt.openmp_blocktime == 20
+    opt.openmp_blocktime = 40
+    assert opt.openmp_blocktime == 40
+
+
+def test_paramdict_types():
+    pd = ncnn.ParamDict()
+    assert pd.type(0) == 0 and pd.get(0, -1) == -1
+    pd.set(1, 1)
+    assert pd.type(1) == 2 and pd.get(1, -1) == 1
+    pd.set(2, 2.0)
+    assert pd.type(2) == 3 and pd.get(2, -2.0) == 2.0
+    pd.set(3, ncnn.Mat(1))
+    assert pd.type(3) == 4 and pd.get(3, ncnn.Mat()).dims == 1
+
+
+# ----------------------------------------------------------------------------- Net and Extractor, as ncnn's tests
+
+# ncnn's tests/test.param: a 3x3 convolution of a 227x227x3 input, then an InnerProduct to 1 value
+TEST_PARAM = """7767517
+3 3
+Input            data                             0 1 data
+Convolution      conv0_fwd                        1 1 data conv0_fwd 0=3 1=3 11=3 2=1 12=1 3=1 13=1 4=0 14=0 5=1 6=81
+InnerProduct     dense0_fwd                       1 1 conv0_fwd output 0=1 1=1 2=151875
+"""
+
+
+def _weights() -> bytes:
+    """ncnn's test_net_mem weights: zeros with the fp32 tag (0x01306B47) before each weight blob."""
+    modelbin = bytearray(303940)
+    modelbin[0:4] = modelbin[180:184] = bytes((71, 107, 48, 1))
+    return bytes(modelbin)
+
+
+@pytest.fixture
+def test_param(tmp_path) -> str:
+    path = tmp_path / "test.param"
+    path.write_text(TEST_PARAM)
+    return str(path)
+
+
+@pytest.mark.parametrize("weights", ["empty", "mem"])
+@pytest.mark.parametrize("vulkan", [False, pytest.param(True, marks=pytest.mark.gpu)])
+def test_net_runs_ncnn_test_param(test_param, weights, vulkan):
+    with ncnn.Net() as net:
+        net.opt.use_vulkan_compute = vulkan
+        assert net.load_param(test_param) == 0
+        if weights == "empty":
+            assert net.load_model(ncnn.DataReaderFromEmpty()) == 0
+        else:
+            assert net.load_model_mem(_weights()) == 0
+        assert len(net.blobs()) == 3 and len(net.layers()) == 3
+        assert net.input_names() == ["data"] and net.output_names() == ["output"]
+        with net.create_extractor() as ex:
+            ex.input("data", ncnn.Mat((227, 227, 3)))
+            ret, out = ex.extract("output")
+        assert ret == 0 and (out.dims, out.w) == (1, 1)
+        net.clear()
+        assert len(net.blobs()) == 0 and len(net.layers()) == 0
+
+
+@pytest.mark.parametrize("by_index", [False, True])
+def test_extractor_with_allocators(test_param, by_index):
+    pool = ncnn.PoolAllocator()
+    net = ncnn.Net()
+    assert net.load_param(test_param) == 0
+    net.load_model(ncnn.DataReaderFromEmpty())
+    ex = net.create_extractor()
+    ex.set_light_mode(True)
+    ex.set_blob_allocator(pool)
+    ex.set_workspace_allocator(pool)
+    data, conv, output = (0, 1, 2) if by_index else ("data", "conv0_fwd", "output")
+    assert ex.input(data, ncnn.Mat((227, 227, 3))) == 0
+    ret, out = ex.extract(conv)
+    assert ret == 0 and (out.dims, out.w, out.h, out.c) == (3, 225, 225, 3)
+    ret, out = ex.extract(output)
+    assert ret == 0 and (out.dims, out.w) == (1, 1)
+    ex.clear()
+
+
+def test_custom_python_layer(tmp_path):
+    made: list = []
+
+    class AddOne(ncnn.Layer):
+        def __init__(self):
+            ncnn.Layer.__init__(self)
+            self.one_blob_only = True
+            made.append(self)
+
+        def forward(self, bottom_blob, top_blob, opt):
+            x = np.array(bottom_blob) + 1
+            top_blob.clone_from(ncnn.Mat(x), opt.blob_allocator)
+            return -100 if top_blob.empty() else 0
+
+    param = tmp_path / "custom_layer.param"
+    param.write_text("7767517\n2 2\nInput data 0 1 data\nCustomLayer cl_fwd 1 1 data output\n")
+    net = ncnn.Net()
+    net.register_custom_layer("CustomLayer", AddOne, made.remove)
+    assert net.load_param(str(param)) == 0
+    net.load_model(ncnn.DataReaderFromEmpty())
+    assert len(net.blobs()) == 2 and len(net.layers()) == 2 and len(made) == 1
+    x = ncnn.Mat(1)
+    x.fill(1.0)
+    with net.create_extractor() as ex:
+        ex.input("data", x)
+        ret, out = ex.extract("output")
+    assert ret == 0 and (out.dims, out.w) == (1, 1) and out[0] == 2.0
+    net.clear()
+    assert len(net.blobs()) == 0 and len(net.layers()) == 0 and not made
+
+
+# ----------------------------------------------------------------------------- Vulkan device, as ncnn's tests
+
+
+@pytest.mark.gpu
+def test_gpu_api_and_device():
+    assert ncnn.create_gpu_instance() == 0
+    assert ncnn.get_gpu_count() > 0 and ncnn.get_default_gpu_index() >= 0
+    for info in (ncnn.get_gpu_info(0), ncnn.get_gpu_device(0).info(), ncnn.VulkanDevice(0).info()):
+        assert info.api_version() > 0 and info.driver_version() > 0 and info.vendor_id() > 0
+        # ncnn's test asks device_id() > 0, which lavapipe (device id 0) fails, with ncnn too
+        assert info.device_id() >= 0
+        assert info.pipeline_cache_uuid() is not None and info.type() >= 0
+    for target in (0, ncnn.get_gpu_device(0)):
+        net = ncnn.Net()
+        assert net.vulkan_device() is None
+        net.set_vulkan_device(target)
+        assert net.vulkan_device() is not None
+
+
 # ----------------------------------------------------------------------------- Mat(array) wraps
 
 
