@@ -3,11 +3,13 @@
 Each measurement runs in a fresh process (nothing survives in memory), the Vulkan device
 is created before the clock starts, and the median of --repeat runs is printed:
 
-* ncnn_c cold : no cache file (every shader compiled)
-* ncnn_c warm : the cache file written by the cold run is loaded first
+* ncnn_c cold : no cache (every shader compiled)
+* ncnn_c warm : the cache the cold run stored is loaded first
 * ncnn (PyPI) : its load_model on the same device (it keeps no cache between runs)
 
-The PyPI ``ncnn`` is only used here, as the yardstick; ncnn_c never imports it.
+The cache is kept as applications keep it, in a SQLite store (``ncnn_c.cache.stores``), here
+a throwaway one in a temporary directory, one model key per repetition so that every cold run
+starts empty. The PyPI ``ncnn`` is only used here, as the yardstick; ncnn_c never imports it.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ CHILD_NCNN_C = r"""
 import json, time
 import numpy as np
 import ncnn_c as ncnn
-cache_path = {cache!r}
+from ncnn_c.cache.stores import open_store
+store = open_store({store!r})
 vkdev = ncnn.get_gpu_device(0)
 cache = ncnn.PipelineCache(vkdev)
-loaded = cache.load_cache(cache_path) == 0 if {warm} else False
+loaded = store.load_into(cache, {model_key!r}) == 0 if {warm} else False
 net = ncnn.Net()
 net.opt.use_vulkan_compute = True
 net.set_vulkan_device(vkdev)
@@ -44,7 +47,7 @@ ex.input("data", ncnn.Mat(np.random.RandomState(0).rand(3, 227, 227).astype(np.f
 r, out = ex.extract("prob")
 t2 = time.perf_counter()
 if not {warm}:
-    cache.save_cache(cache_path)
+    store.save_from(cache, {model_key!r})
 s = cache.stats()
 print(json.dumps(dict(ret=ret, loaded=loaded, load_model=t1 - t0, first_inference=t2 - t1,
                       compiled=s["compiled"], spirv_hits=s["spirv_hits"], artifact_hits=s["artifact_hits"])))
@@ -83,12 +86,10 @@ def main() -> int:
     param = os.path.join(MODELS, "squeezenet_v1.1.param")
     weights = os.path.join(MODELS, "squeezenet_v1.1.bin")
     with tempfile.TemporaryDirectory() as tmp:
-        cache = os.path.join(tmp, "squeezenet.ncnn.vkcache")
-        fmt = dict(cache=cache, param=param, bin=weights)
+        store = "sqlite:///" + os.path.join(tmp, "pipelines.sqlite3").lstrip("/")
         cold, warm, ref = [], [], []
-        for _ in range(args.repeat):
-            if os.path.exists(cache):
-                os.remove(cache)
+        for i in range(args.repeat):
+            fmt = dict(store=store, model_key=f"squeezenet_v1.1-{i}", param=param, bin=weights)
             cold.append(run_child(CHILD_NCNN_C.format(warm=False, **fmt)))
             warm.append(run_child(CHILD_NCNN_C.format(warm=True, **fmt)))
             ref.append(run_child(CHILD_NCNN.format(**fmt)))

@@ -6,7 +6,10 @@
 loaded into a ``PipelineCache`` before the model is loaded (a missing or rejected row is a
 cache miss, never an error) and saved back, merged with what other processes stored, after
 the first inference. Run it twice: the second run loads the cache and compiles nothing.
-The database defaults to ``pipeline_cache.sqlite3`` in the per-user cache directory.
+The database defaults to the per-user default store, ``pipelines.sqlite3`` in the per-user
+cache directory, which ``python -m ncnn_c run`` and ``examples/squeezenet.py`` share: one
+row per model key. Look into a row with
+``python -m ncnn_c cache inspect --store sqlite:///DB --key squeezenet_v1.1``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 from PIL import Image
 
 import ncnn_c as ncnn
-from ncnn_c.cachestore import SqliteStore, default_cache_dir, device_key
+from ncnn_c.cache.paths import default_store_path, device_key
+from ncnn_c.cache.stores import SqliteStore
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 MODEL = "squeezenet_v1.1"
@@ -29,7 +33,7 @@ MODEL = "squeezenet_v1.1"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("image", nargs="?", default=os.path.join(MODELS, "256-ncnn.png"))
-    ap.add_argument("--db", default=os.path.join(default_cache_dir(), "pipeline_cache.sqlite3"))
+    ap.add_argument("--db", default=default_store_path(), help="the SQLite store (default: %(default)s)")
     ap.add_argument("--models", default=MODELS)
     args = ap.parse_args()
 

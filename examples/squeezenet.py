@@ -1,12 +1,15 @@
 """Classify an image with SqueezeNet v1.1, keeping the Vulkan pipeline cache between runs.
 
-    python examples/squeezenet.py [IMAGE] [--cpu] [--models DIR] [--cache FILE]
+    python examples/squeezenet.py [IMAGE] [--cpu] [--models DIR] [--cache URL]
     python examples/squeezenet.py --cold-warm    # twice in fresh processes: without the cache, then with it
 
-The first run on a machine compiles every shader (cold); later runs load the cache file and
-compile nothing (warm). The cache file goes to the per-user cache directory
-(``ncnn_c.cachestore.default_cache_dir()``, ``$NCNN_C_CACHE_DIR`` to move it), one per model
-and device, unless ``--cache`` names another.
+The first run on a machine compiles every shader (cold); later runs load the cache and
+compile nothing (warm). The cache is kept in the per-user default store, the one
+``python -m ncnn_c run`` uses (``sqlite:///<cache dir>/pipelines.sqlite3``,
+``$NCNN_C_CACHE_DIR`` to move it), as the entry of model key ``squeezenet_v1.1`` and this
+device, unless ``--cache`` names another store (``file:///dir``, ``sqlite:///path.db``,
+``postgresql://...``). Look into it with
+``python -m ncnn_c cache inspect --store URL --key squeezenet_v1.1``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import numpy as np
 from PIL import Image
 
 import ncnn_c as ncnn
-from ncnn_c.cachestore import default_cache_dir, device_key
+from ncnn_c.cache.paths import default_store_url
+from ncnn_c.cache.stores import open_store, redact_url
 
 DEFAULT_MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 MODEL = "squeezenet_v1.1"
@@ -34,25 +38,25 @@ def load_labels(models: str) -> list[str]:
         return [line.strip().partition(" ")[2] for line in f if line.strip()]
 
 
-def default_cache_path(vkdev) -> str:
-    return os.path.join(default_cache_dir(), f"{MODEL}-{device_key(vkdev)}.vkcache")
+def classify(image_path: str, models: str, use_gpu: bool, cache_url: str | None, load: bool = True) -> dict:
+    """Load the net (with the pipeline cache on the GPU), run one image, return timings and the top 5.
 
-
-def classify(image_path: str, models: str, use_gpu: bool, cache_path: str | None) -> dict:
-    """Load the net (with the pipeline cache on the GPU), run one image, return timings and the top 5."""
+    ``load`` False starts without the stored cache (the cold run of ``--cold-warm``); the
+    cache is saved either way."""
     net = ncnn.Net()
     net.opt.use_vulkan_compute = use_gpu
-    cache = None
+    cache = store = None
     cache_loaded = False
     if use_gpu:
         vkdev = ncnn.get_gpu_device(0)
         if vkdev is None:
             raise SystemExit("no Vulkan device: run with --cpu")
         net.set_vulkan_device(vkdev)
-        cache_path = cache_path or default_cache_path(vkdev)
+        cache_url = cache_url or default_store_url()
+        store = open_store(cache_url)
         cache = ncnn.PipelineCache(vkdev)
-        # a missing or rejected cache file is only a cache miss
-        cache_loaded = os.path.exists(cache_path) and cache.load_cache(cache_path) == 0
+        # a missing or rejected entry is only a cache miss
+        cache_loaded = load and store.load_into(cache, MODEL) == 0
         net.opt.pipeline_cache = cache  # before load_model: pipelines are made there
 
     t0 = time.perf_counter()
@@ -79,13 +83,14 @@ def classify(image_path: str, models: str, use_gpu: bool, cache_path: str | None
     top5 = [(int(i), float(scores[i])) for i in np.argsort(-scores)[:5]]
 
     stats = {}
-    if cache is not None and cache_path:
+    if cache is not None and store is not None:
         stats = cache.stats()
-        os.makedirs(os.path.dirname(os.path.abspath(cache_path)), exist_ok=True)
-        cache.save_cache(cache_path)
+        # merged: other models' and other processes' pipelines in the entry stay
+        store.save_from(cache, MODEL, merge=True)
+        store.close()
     return {
         "device": "vulkan" if use_gpu else "cpu",
-        "cache_path": cache_path if use_gpu else None,
+        "cache": redact_url(cache_url) if use_gpu and cache_url else None,
         "cache_loaded": cache_loaded,
         "load_model_s": t1 - t0,
         "first_inference_s": t2 - t1,
@@ -94,18 +99,14 @@ def classify(image_path: str, models: str, use_gpu: bool, cache_path: str | None
     }
 
 
-def cold_warm(image_path: str, models: str, cache_path: str | None) -> int:
-    """Classify twice in fresh processes: without the cache file, then with the one the first run saved."""
-    if cache_path is None:
-        vkdev = ncnn.get_gpu_device(0)
-        if vkdev is None:
-            raise SystemExit("no Vulkan device: the cold/warm demo needs one")
-        cache_path = default_cache_path(vkdev)
-    if os.path.exists(cache_path):
-        os.remove(cache_path)  # this example's own file: the cold run must start without it
+def cold_warm(image_path: str, models: str, cache_url: str | None) -> int:
+    """Classify twice in fresh processes: without the stored cache, then with the one the first run saved."""
+    cache_url = cache_url or default_store_url()
     runs = []
     for label in ("cold", "warm"):
-        cmd = [sys.executable, __file__, image_path, "--models", models, "--cache", cache_path, "--json"]
+        cmd = [sys.executable, __file__, image_path, "--models", models, "--cache", cache_url, "--json"]
+        if label == "cold":
+            cmd.append("--no-load")  # the store is shared: its entry stays, this run ignores it
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             sys.stderr.write(res.stdout + res.stderr)
@@ -114,12 +115,12 @@ def cold_warm(image_path: str, models: str, cache_path: str | None) -> int:
     for label, r in runs:
         s = r["stats"]
         print(
-            f"{label}: cache file loaded={r['cache_loaded']}  load_model {r['load_model_s'] * 1000:.1f} ms  "
+            f"{label}: cache loaded={r['cache_loaded']}  load_model {r['load_model_s'] * 1000:.1f} ms  "
             f"first inference {r['first_inference_s'] * 1000:.1f} ms  "
             f"compiled={s.get('compiled')} spirv_hits={s.get('spirv_hits')} "
             f"artifact_hits={s.get('artifact_hits')} pipelines={s.get('pipelines_created')}"
         )
-    print(f"cache file: {cache_path}")
+    print(f"cache store: {redact_url(cache_url)} (model key {MODEL})")
     labels = load_labels(models)
     for i, p in runs[-1][1]["top5"]:
         print(f"  {p:.4f}  class {i:3d}  {labels[i]}")
@@ -133,19 +134,27 @@ def main() -> int:
     ap.add_argument("image", nargs="?", default=os.path.join(DEFAULT_MODELS, "256-ncnn.png"))
     ap.add_argument("--models", default=DEFAULT_MODELS, help="directory with the model and synset_words.txt")
     ap.add_argument("--cpu", action="store_true", help="run on the CPU instead of Vulkan")
-    ap.add_argument("--cache", help="the pipeline cache file (default: in the per-user cache directory)")
+    ap.add_argument(
+        "--cache",
+        metavar="URL",
+        help="the pipeline cache store (default: sqlite:///<per-user cache dir>/pipelines.sqlite3)",
+    )
+    ap.add_argument(
+        "--no-load", action="store_true", help="start without the stored cache (it is still saved)"
+    )
     ap.add_argument("--cold-warm", action="store_true", help="time a cold and a warm start")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cold_warm:
         return cold_warm(args.image, args.models, args.cache)
-    r = classify(args.image, args.models, not args.cpu, args.cache)
+    r = classify(args.image, args.models, not args.cpu, args.cache, load=not args.no_load)
     if args.json:
         print(json.dumps(r))
         return 0
+    cache = f", cache loaded from {r['cache']}: {r['cache_loaded']}" if r["cache"] else ""
     print(
         f"{r['device']}: load_model {r['load_model_s'] * 1000:.1f} ms, first inference "
-        f"{r['first_inference_s'] * 1000:.1f} ms, cache file loaded: {r['cache_loaded']}"
+        f"{r['first_inference_s'] * 1000:.1f} ms{cache}"
     )
     labels = load_labels(args.models)
     for i, p in r["top5"]:

@@ -1,6 +1,6 @@
 """``python -m ncnn_c cache`` on what a hostile or careless caller gives it: devices that do
 not exist, symlink loops, FIFOs, SQLite databases given as cache files, ``--json`` on every
-failure, and ``--store URL --key K`` for looking into a store's entry."""
+failure, and ``--store [URL] [--key K]`` for looking into a store's entry."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def test_a_sqlite_database_is_named_not_parsed(capsys, files, action):
     rc, out, err = inproc(capsys, "cache", action, path, "--no-device")
     assert rc == 1, (out, err)
     assert "this is a SQLite database" in out
-    assert f"--store sqlite://{os.path.abspath(path)} --key MODEL_KEY" in out, out
+    assert f"--store sqlite://{os.path.abspath(path)} (with --key MODEL_KEY" in out, out
     assert "FAIL" not in out and "header:" not in out and "magic" not in out
 
 
@@ -184,7 +184,8 @@ def _json_cases(files, tmp_path):
         (("inspect", files["good"], "--device", "0", "--no-device"), 2),  # argparse's own error
         (("inspect", "--device", "nan"), 2),
         (("inspect",), 2),
-        (("inspect", "--store", files["sqlite"]), 2),
+        (("inspect", "--store", files["sqlite"]), 0),  # its one entry for the device
+        (("inspect", "--store", files["dir"]), 2),  # a directory store cannot list its keys
         (("inspect", "--store", files["sqlite"], "--key", "m"), 0),
         (("inspect", "--store", files["sqlite"], "--key", "nope"), 1),
         (("inspect", "--store", "ftp://host/x", "--key", "m"), 2),
@@ -231,7 +232,7 @@ def test_inspect_and_verify_a_store_entry(capsys, files, kind):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("--store", "{sqlite}"), "--store needs --key"),
+        (("--store", "{dir}"), "needs --key MODEL_KEY"),
         (("{good}", "--store", "{sqlite}", "--key", "m"), "not both"),
         (("{good}", "--key", "m"), "only go with --store"),
         (("{good}", "--device-key", "d"), "only go with --store"),
@@ -244,6 +245,33 @@ def test_inspect_and_verify_a_store_entry(capsys, files, kind):
 def test_store_usage_errors(capsys, files, action, args, message):
     rc, out, err = inproc(capsys, "cache", action, *[a.format(**files) for a in args])
     assert rc == 2 and message in err, (out, err)
+
+
+def test_without_key_the_one_entry_is_read_else_the_keys_are_listed(capsys, files, tmp_path, monkeypatch):
+    from ncnn_c.cachestore import SqliteStore
+
+    url = files["sqlite"]
+    rc, out, err = inproc(capsys, "cache", "verify", "--store", url)
+    assert rc == 0 and out.startswith(f"{url} [m] device {_device_key()}: accepted: "), (out, err)
+    with SqliteStore(url.removeprefix("sqlite://")) as s:
+        s.put("squeezenet-0123", _device_key(), _cache_bytes())
+        s.put("other-device-only", "v4-other", _cache_bytes())
+    rc, out, err = inproc(capsys, "cache", "inspect", "--store", url)
+    assert rc == 2 and "holds 2 entries" in err and "one of m, squeezenet-0123" in err, err
+    rc, out, err = inproc(capsys, "cache", "inspect", "--store", url, "--device-key", "v4-nothing")
+    assert rc == 1 and "no entry for device key v4-nothing" in err, err
+    # no URL: the default store, where `run`, the examples and save_cache() keep their caches
+    monkeypatch.setenv("NCNN_C_CACHE_DIR", str(tmp_path / "user-cache"))
+    rc, out, err = inproc(capsys, "cache", "verify", "--store")
+    assert rc == 1 and "no such store" in err and "pipelines.sqlite3" in err, err
+    import ncnn_c
+
+    cache = ncnn_c.PipelineCache(ncnn_c.get_gpu_device(0))
+    assert cache.save_cache() == 0
+    cache.destroy()
+    rc, out, err = inproc(capsys, "cache", "verify", "--store")
+    default = "sqlite:///" + str(tmp_path / "user-cache" / "pipelines.sqlite3").lstrip("/")
+    assert rc == 0 and out.startswith(f"{default} [default] device {_device_key()}: accepted"), (out, err)
 
 
 def test_looking_into_a_store_creates_and_changes_nothing(capsys, files, tmp_path):

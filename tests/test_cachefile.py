@@ -1,4 +1,5 @@
-"""The pipeline cache file format (ncnn_c/gpu/cachefile.py): layout, strict rejection, hashes, I/O."""
+"""The pipeline cache file (ncnn_c/cache/: format, checks, hashing, fileio; through the
+ncnn_c.gpu.cachefile names): layout, strict rejection, hashes, I/O."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import types
 
 import pytest
 
+from ncnn_c.cache import fileio, hashing
+from ncnn_c.cache import format as fmt
 from ncnn_c.gpu import cachefile as cf
 from ncnn_c.gpu.cachefile import CacheRejected, Identity, SpirvEntry
 
@@ -83,7 +86,7 @@ def reject(data, *, match=None, **kw) -> str:
 
 def raw_file(section: bytes, count: int, blob: bytes = b"", identity=IDENT) -> bytes:
     """A file with a hand-made SPIR-V section, but a correct header (hashes, checksum)."""
-    return cf._pack_header(identity, count, section, blob) + section + blob
+    return fmt._pack_header(identity, count, section, blob) + section + blob
 
 
 def entry_bytes(sti, opt, shash, spv, size=None, fnv=None, mm3=None) -> bytes:
@@ -103,8 +106,8 @@ def entry_bytes(sti, opt, shash, spv, size=None, fnv=None, mm3=None) -> bytes:
 
 def with_header(data: bytes, **fields) -> bytes:
     """Change header fields and re-sign the header, so that only the field checks can catch it."""
-    hdr = dataclasses.replace(cf.CacheHeader(*cf._HEADER.unpack_from(data, 0)), **fields)
-    head = cf._HEADER.pack(*dataclasses.astuple(hdr))[: cf._CHECKSUM_OFFSET]
+    hdr = dataclasses.replace(cf.CacheHeader(*fmt.HEADER_STRUCT.unpack_from(data, 0)), **fields)
+    head = fmt.HEADER_STRUCT.pack(*dataclasses.astuple(hdr))[: fmt.CHECKSUM_OFFSET]
     return head + struct.pack("<I", cf.fnv1a32(head)) + data[cf.HEADER_SIZE :]
 
 
@@ -121,8 +124,8 @@ def hash_impl(request, monkeypatch):
             "native hash extension not built (python -m ncnn_c._native.build_hash)"
         )
     else:
-        monkeypatch.setattr(cf, "fnv1a32", cf.fnv1a32_py)
-        monkeypatch.setattr(cf, "murmur3_32", cf.murmur3_32_py)
+        monkeypatch.setattr(hashing, "fnv1a32", cf.fnv1a32_py)
+        monkeypatch.setattr(hashing, "murmur3_32", cf.murmur3_32_py)
     return request.param
 
 
@@ -155,15 +158,25 @@ def test_murmur3_vectors(fn, data, seed, want):
 
 
 def test_pure_python_fallback_when_the_extension_is_missing():
+    # nothing is compiled at import or first use: the hashes fall back to Python, the GLSL
+    # compiler says how to build it, and no builder module is even imported
     code = (
         "import sys; sys.modules['ncnn_c._native._hash'] = None\n"
+        "sys.modules['ncnn_c._native._shaderc'] = None\n"
         "from ncnn_c.gpu import cachefile as cf\n"
         "assert cf.HASH_BACKEND == 'python', cf.HASH_BACKEND\n"
         "assert cf.murmur3_32(b'hello') == 0x248BFA47 and cf.fnv1a32(b'a') == 0xE40C292C\n"
+        "import ncnn_c._native as native\n"
+        "try:\n"
+        "    native.shaderc()\n"
+        "    raise SystemExit('shaderc() loaded a missing extension')\n"
+        "except native.NotBuilt as e:\n"
+        "    assert 'make setup' in str(e), e\n"
+        "built = [m for m in sys.modules if m.startswith('ncnn_c._native.build_')]\n"
+        "assert not built, built\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NCNN_C_NO_NATIVE_BUILD="1")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, env=env)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
 
 
 def test_pure_python_murmur3_vectorised_path_matches_scalar_path():
@@ -444,7 +457,7 @@ def test_encode_refuses_what_decode_would_reject():
 
 
 def test_encode_refuses_a_file_over_the_limit(monkeypatch):
-    monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", 200)
+    monkeypatch.setattr(fmt, "CACHE_FILE_SIZE_LIMIT", 200)
     with pytest.raises(ValueError, match="limit"):
         cf.encode(IDENT, entries(3), vk_blob())
 
@@ -496,9 +509,9 @@ def test_resolve_failure_is_rejected(small_file):
 
 
 def test_oversized_data_is_rejected(monkeypatch, small_file):
-    monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", len(small_file) - 1)
+    monkeypatch.setattr(fmt, "CACHE_FILE_SIZE_LIMIT", len(small_file) - 1)
     reject(small_file, match="limit")
-    monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", len(small_file))
+    monkeypatch.setattr(fmt, "CACHE_FILE_SIZE_LIMIT", len(small_file))
     decode(small_file)
 
 
@@ -598,7 +611,7 @@ class Endless:
 
 
 def test_read_source_enforces_the_limit_without_reading_everything(monkeypatch, tmp_path):
-    monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", 1000)
+    monkeypatch.setattr(fmt, "CACHE_FILE_SIZE_LIMIT", 1000)
     s = Endless()
     with pytest.raises(CacheRejected, match="limit"):
         cf.read_source(s)
@@ -617,7 +630,7 @@ def test_read_source_enforces_the_limit_without_reading_everything(monkeypatch, 
 def test_read_source_bounds_a_growing_file_by_reads_not_by_stat(monkeypatch):
     # /dev/zero reports size 0 but never ends: as a path it is refused (not a regular file),
     # as an open file object it is read only up to the limit
-    monkeypatch.setattr(cf, "CACHE_FILE_SIZE_LIMIT", 4096)
+    monkeypatch.setattr(fmt, "CACHE_FILE_SIZE_LIMIT", 4096)
     with pytest.raises(CacheRejected, match="character device"):
         cf.read_source("/dev/zero")
     with open("/dev/zero", "rb") as f, pytest.raises(CacheRejected, match="limit"):
@@ -649,7 +662,7 @@ def test_write_atomic_temp_name_pattern(tmp_path, monkeypatch):
         seen.append((os.fspath(src), os.path.exists(src), os.fspath(dst)))
         return real_replace(src, dst)
 
-    monkeypatch.setattr(cf.os, "replace", spy)
+    monkeypatch.setattr(fileio.os, "replace", spy)
     p = tmp_path / "c.vkcache"
     cf.write_atomic(p, b"a")
     cf.write_atomic(p, b"b")
@@ -750,7 +763,7 @@ def test_write_atomic_failure_removes_temp_and_raises_oserror(tmp_path, monkeypa
     def failing_replace(src, dst):
         raise PermissionError("read-only")
 
-    monkeypatch.setattr(cf.os, "replace", failing_replace)
+    monkeypatch.setattr(fileio.os, "replace", failing_replace)
     p = tmp_path / "c.vkcache"
     with pytest.raises(OSError, match="read-only"):
         cf.write_atomic(p, b"x")
@@ -766,7 +779,7 @@ def test_write_atomic_refused_temp_creation_raises_oserror(tmp_path, monkeypatch
     def refuse(path, *a, **kw):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(cf.os, "open", refuse)
+    monkeypatch.setattr(fileio.os, "open", refuse)
     with pytest.raises(PermissionError):
         cf.write_atomic(tmp_path / "c.vkcache", b"x")
     monkeypatch.undo()
@@ -778,7 +791,7 @@ def test_write_atomic_failed_write_removes_temp(tmp_path, monkeypatch):
         def write(self, b):
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cf.os, "fdopen", lambda fd, mode: FullDisk(fd, "wb"))
+    monkeypatch.setattr(fileio.os, "fdopen", lambda fd, mode: FullDisk(fd, "wb"))
     with pytest.raises(OSError, match="No space"):
         cf.write_atomic(tmp_path / "c.vkcache", b"x" * 100)
     assert os.listdir(tmp_path) == []
@@ -874,3 +887,22 @@ def test_save_then_load_through_files(tmp_path):
     p = tmp_path / "model.ncnn.vkcache"
     cf.write_target(p, cf.encode(IDENT, es, vk_blob()))
     assert decode(cf.read_source(p)) == (es, vk_blob())
+
+
+def test_the_cache_package_stands_below_gpu():
+    """ncnn_c/cache/ is pure data and I/O: gpu/ calls down into it, never the other way."""
+    import ast
+
+    root = pathlib.Path(cf.__file__).resolve().parents[1] / "cache"
+    offenders = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [("." * node.level) + (node.module or "")]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            offenders += [
+                f"{path.name}: {n}" for n in names if re.match(r"(ncnn_c\.|\.\.)(gpu|net|tools)\b|vulkan", n)
+            ]
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""Cache stores (ncnn_c.cachestore): directory, SQLite and PostgreSQL behind one interface.
+"""Cache stores (ncnn_c.cache.stores, also imported as ncnn_c.cachestore): directory, SQLite and PostgreSQL behind one interface.
 
 PostgreSQL runs for real: a session fixture starts Debian's server (initdb / pg_ctl in a
 temporary directory, as the ``postgres`` user when running as root, listening on a unix
@@ -24,6 +24,7 @@ import pytest
 from glsl_samples import SCALE
 
 from ncnn_c import cachestore
+from ncnn_c.cache.format import CACHE_FILE_VERSION
 from ncnn_c.cachestore import CacheStoreError, DirectoryStore, PostgresStore, SqliteStore, open_store
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -335,7 +336,7 @@ def test_device_key(vkdev):
     k = cachestore.device_key(vkdev)
     assert k == cachestore.device_key(vkdev.info)
     assert re.fullmatch(r"v\d+-[0-9a-f]{4,8}-[0-9a-f]{4,8}-[0-9a-f]{8}-[0-9a-f]{32}", k), k
-    assert k.startswith(f"v{cachestore.cachefile.CACHE_FILE_VERSION}-")
+    assert k.startswith(f"v{CACHE_FILE_VERSION}-")
     assert bytes(vkdev.info.pipeline_cache_uuid).hex() in k
 
 
@@ -438,8 +439,20 @@ def test_directory_store_files(vkdev, shaders, tmp_path):
 
 def test_default_location(vkdev, shaders, tmp_path, monkeypatch):
     monkeypatch.setenv("NCNN_C_CACHE_DIR", str(tmp_path / "deep" / "dir"))
+    fresh = cache_with(vkdev)
+    assert fresh.load_cache() == -1 and "no such file (a first start)" in fresh.last_error
+    assert not (tmp_path / "deep").exists()  # a load creates nothing
     a = cache_with(vkdev, "add")
-    assert a.default_path() == str(tmp_path / "deep" / "dir" / (cachestore.device_key(vkdev) + ".vkcache"))
+    # the default store: the SQLite file `run` and the examples use, its entry "default"
+    assert (
+        a.default_path()
+        == cachestore.default_store_path()
+        == str(tmp_path / "deep" / "dir" / "pipelines.sqlite3")
+    )
+    assert cachestore.default_store_url() == "sqlite:///" + a.default_path().lstrip("/")
+    with open_store(cachestore.default_store_url()) as store:  # run's entries, not the default one
+        assert store.save_from(a, "squeezenet-0123") == 0
+    assert fresh.load_cache() == -1 and "no entry 'default'" in fresh.last_error
     assert a.save_cache() == 0
     assert os.path.exists(a.default_path())
     b = cache_with(vkdev, "scale")
@@ -447,5 +460,8 @@ def test_default_location(vkdev, shaders, tmp_path, monkeypatch):
     c = cache_with(vkdev)
     assert c.load_cache() == 0
     assert c.stats()["loaded_spirv_entries"] == 2
-    for x in (a, b, c):
+    with open_store(cachestore.default_store_url()) as store:
+        stored = store.get(cachestore.DEFAULT_MODEL_KEY, cachestore.device_key(vkdev))
+        assert stored and cache_with(vkdev).load_cache(stored) == 0
+    for x in (fresh, a, b, c):
         x.destroy()

@@ -19,6 +19,7 @@ import pytest
 from test_cachestore import PgServer
 
 from ncnn_c import cachestore
+from ncnn_c.cache.format import CACHE_FILE_SIZE_LIMIT
 from ncnn_c.cachestore import CacheStoreError, DirectoryStore, PostgresStore, SqliteStore, open_store
 
 _tables = iter(range(10**6))
@@ -191,7 +192,7 @@ def test_oversized_entry_is_corrupt(store, caplog):
         store.update("m", DK, lambda old: b"y" * 101)
     assert store.get("m", DK) == b"new"
     assert store.save_from(FakeCache(b"z" * 101), "m") == -1
-    assert cachestore.MAX_ENTRY_SIZE == cachestore.cachefile.CACHE_FILE_SIZE_LIMIT
+    assert cachestore.MAX_ENTRY_SIZE == CACHE_FILE_SIZE_LIMIT
 
 
 # -- 4. hostile URLs, keys and peers ------------------------------------------------------------------

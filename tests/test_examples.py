@@ -76,23 +76,40 @@ def test_squeezenet_on_the_cpu_prints_class_names(tmp_path):
 @pytest.mark.gpu
 def test_squeezenet_cold_then_warm(tmp_path):
     out = _py(tmp_path, "squeezenet.py", "--cold-warm")
-    cold = re.search(r"^cold: cache file loaded=False .* compiled=(\d+)", out, re.M)
-    warm = re.search(r"^warm: cache file loaded=True .* compiled=(\d+)", out, re.M)
+    cold = re.search(r"^cold: cache loaded=False .* compiled=(\d+)", out, re.M)
+    warm = re.search(r"^warm: cache loaded=True .* compiled=(\d+)", out, re.M)
     assert cold and warm, out
     assert int(cold.group(1)) > 0 and int(warm.group(1)) == 0
     assert "cold and warm agree on the top class: True" in out
     assert _top5(out)[0] == (TOP_CLASS, LABELS[TOP_CLASS])
-    # the cache file went to the per-user cache directory
-    cache = Path(re.search(r"^cache file: (.*)$", out, re.M).group(1))
-    assert cache.parent == tmp_path / "user-cache" and cache.is_file()
+    # the cache went to the per-user default store, the one `run` uses
+    store = tmp_path / "user-cache" / "pipelines.sqlite3"
+    assert re.search(
+        rf"^cache store: sqlite:///{str(store).lstrip('/')} \(model key squeezenet_v1.1\)$", out, re.M
+    )
+    assert store.is_file()
+    # a second cold/warm pair shares the store: the cold run still compiles (it does not load)
+    again = _py(tmp_path, "squeezenet.py", "--cold-warm")
+    assert re.search(r"^cold: cache loaded=False .* compiled=[1-9]", again, re.M), again
+    # and the entry is what `cache inspect --store` reads
+    from ncnn_c.tools import cache_cli
+
+    url = "sqlite:///" + str(store).lstrip("/")
+    assert cache_cli.main(["verify", "--store", url, "--key", "squeezenet_v1.1"]) == 0
+
+
+def test_squeezenet_on_the_cpu_names_no_cache(tmp_path):
+    out = _py(tmp_path, "squeezenet.py", "--cpu")
+    assert "cache" not in out.splitlines()[0], out
+    assert not (tmp_path / "user-cache").exists()
 
 
 @pytest.mark.gpu
 def test_squeezenet_on_vulkan_agrees_with_the_cpu(tmp_path):
     cpu = _top5(_py(tmp_path, "squeezenet.py", "--cpu"))
-    gpu = _top5(_py(tmp_path, "squeezenet.py", "--cache", tmp_path / "mine.vkcache"))
-    assert cpu[0] == gpu[0]
-    assert (tmp_path / "mine.vkcache").is_file()
+    out = _py(tmp_path, "squeezenet.py", "--cache", f"sqlite://{tmp_path / 'mine.sqlite3'}")
+    assert cpu[0] == _top5(out)[0]
+    assert (tmp_path / "mine.sqlite3").is_file() and not (tmp_path / "user-cache").exists()
 
 
 @pytest.mark.gpu
@@ -104,7 +121,7 @@ def test_cache_kept_in_sqlite(tmp_path):
     assert re.search(r"compiled 0 shaders", second) and not re.search(r"compiled 0 shaders", first)
     sizes = [int(re.search(r"(\d+) cache bytes", s).group(1)) for s in (first, second)]
     assert sizes[0] == sizes[1] > 128
-    assert (tmp_path / "user-cache" / "pipeline_cache.sqlite3").is_file()  # the default database
+    assert (tmp_path / "user-cache" / "pipelines.sqlite3").is_file()  # the default store, as `run`'s
     assert f"top class {TOP_CLASS}: {LABELS[TOP_CLASS]}" in second
 
 

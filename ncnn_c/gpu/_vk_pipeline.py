@@ -8,8 +8,6 @@ handles, through ``vulkan.lib`` (see ``_vk``: the binding's wrappers are slow, r
 
 from __future__ import annotations
 
-import struct
-
 from . import _vk
 from ._vk import VulkanError, check
 
@@ -26,8 +24,6 @@ _DESCRIPTOR_TYPES = {
 # Descriptor update template entries are laid out as an array of 24-byte records, one per
 # binding, each a VkDescriptorBufferInfo or VkDescriptorImageInfo (both 24 bytes).
 DESCRIPTOR_INFO_STRIDE = 24
-
-VK_PIPELINE_CACHE_HEADER_VERSION_ONE = 1
 
 
 def _lib():
@@ -218,28 +214,23 @@ def get_pipeline_cache_data(vkdev, cache) -> bytes:
     raise VulkanError(_vk.VK_INCOMPLETE, "vkGetPipelineCacheData")
 
 
+def merge_pipeline_caches(vkdev, dst_cache, src_cache) -> None:
+    """vkMergePipelineCaches: ``src_cache``'s pipelines into ``dst_cache`` (the source stays as it was)."""
+    srcs = _vk.ffi.new("VkPipelineCache[1]", [src_cache])
+    check(_lib().vkMergePipelineCaches(_dev(vkdev), dst_cache, 1, srcs), "vkMergePipelineCaches")
+
+
 def merge_pipeline_cache_data(vkdev, dst_cache, data: bytes) -> None:
     """Feed a saved driver blob into ``dst_cache`` through a temporary VkPipelineCache."""
-    lib = _lib()
-    ffi = _vk.ffi
     tmp = create_pipeline_cache(vkdev, data)
     try:
-        srcs = ffi.new("VkPipelineCache[1]", [tmp])
-        check(lib.vkMergePipelineCaches(_dev(vkdev), dst_cache, 1, srcs), "vkMergePipelineCaches")
+        merge_pipeline_caches(vkdev, dst_cache, tmp)
     finally:
-        lib.vkDestroyPipelineCache(_dev(vkdev), tmp, ffi.NULL)
+        destroy_pipeline_cache(vkdev, tmp)
 
 
 def destroy_pipeline_cache(vkdev, cache) -> None:
     _lib().vkDestroyPipelineCache(_dev(vkdev), cache, _vk.ffi.NULL)
-
-
-def pipeline_cache_header(blob: bytes) -> tuple[int, int, int, int, bytes] | None:
-    """(headerLength, headerVersion, vendorID, deviceID, uuid) of a driver blob, None if too short."""
-    if len(blob) < 32:
-        return None
-    length, version, vendor, device = struct.unpack_from("<IIII", blob, 0)
-    return length, version, vendor, device, bytes(blob[16:32])
 
 
 def handle_int(h) -> int:

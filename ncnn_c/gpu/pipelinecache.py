@@ -12,11 +12,13 @@ Three layers, as seed 000 describes:
 * the driver's ``VkPipelineCache``: passed to every pipeline creation, saved as a blob and
   merged back on load.
 
-``save_cache`` / ``load_cache`` move the last two through ``cachefile`` (format and
-validation live there); without a target they use the per-user default file, and
-``save_cache(..., merge=True)`` merges with the cache already there under a file lock
-(``docs/cache-stores.md``). Any load failure rejects the whole file and leaves this object
-exactly as it was; a rejected cache is a cache miss, never an error for the application.
+``save_cache`` / ``load_cache`` move the last two through ``ncnn_c.cache`` (format and
+checks live there: ``reader_expect`` says what this library accepts); without a target they
+use the entry ``"default"`` of the per-user default store (``cache/paths.py``), and
+``save_cache(..., merge=True)`` merges with the cache already there under a file lock or
+the store's transaction (``docs/cache-stores.md``). Any load failure rejects the whole file
+and leaves this object exactly as it was; a rejected cache is a cache miss, never an error
+for the application.
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ import threading
 import weakref
 
 from .. import __version__
+from ..cache import checks, fileio, paths
+from ..cache.format import MAGIC_BYTES, CacheMissing, CacheRejected, Identity, SpirvEntry, encode, identity_of
+from ..cache.format import resolve_key as _resolve_key
+from ..cache.hashing import fnv1a32, murmur3_32
 from ..errors import NcnnError
 from . import _vk_pipeline as _vkp
-from . import cachefile, compiler
+from . import compiler
 from .device import check_process, in_forked_child
 from .lifetime import UseCount
 from .spirv import ShaderInfo, resolve_shader_info
@@ -50,6 +56,20 @@ def _version_number(v: str) -> int:
 # The library version stored in (and required by) cache files: a new release may change
 # shader generation in ways the per-shader source hashes do not see (the preamble).
 NCNN_VERSION = _version_number(__version__)
+
+
+def reader_expect(identity: Identity | None, key: bytes | None = None) -> checks.Expect:
+    """What this library accepts in a cache file for a device of ``identity`` (None: no
+    device fields checked): its version, entries whose shader source is current, SPIR-V that
+    resolves and has its shader's interface, and with ``key`` a valid MAC."""
+    return checks.Expect(
+        identity,
+        compiler.source_hash_by_id,
+        resolve_shader_info,
+        compiler.interface_mismatch,
+        key,
+        NCNN_VERSION,
+    )
 
 
 class PipelineCacheError(NcnnError):
@@ -92,8 +112,8 @@ def make_digest(
         key & 0xFFFFFFFF,
         flags,
         sizes,
-        cachefile.murmur3_32(spec_data),
-        cachefile.fnv1a32(spec_data),
+        murmur3_32(spec_data),
+        fnv1a32(spec_data),
     )
 
 
@@ -138,7 +158,7 @@ class PipelineCache:
         self.vkdev = vkdev
         # with a key every file saved carries an HMAC-SHA256 and every file loaded must
         # (docs/cache-stores.md: what it protects); None: $NCNN_C_CACHE_KEY, if set
-        self._key = cachefile.resolve_key(key)
+        self._key = _resolve_key(key)
         self.device_index = getattr(vkdev, "device_index", -1)
         self._lock = threading.RLock()
         self._digests: dict[bytes, list[Artifact]] = {}
@@ -209,8 +229,8 @@ class PipelineCache:
         index = getattr(opt, "vulkan_device_index", -1)
         return index is None or index == -1 or index == self.device_index
 
-    def _identity(self) -> cachefile.Identity:
-        return cachefile.identity_of(self.vkdev.info, NCNN_VERSION)
+    def _identity(self) -> Identity:
+        return identity_of(self.vkdev.info, NCNN_VERSION)
 
     # -- pipeline requests -------------------------------------------------------------
 
@@ -234,7 +254,7 @@ class PipelineCache:
         raw = not isinstance(shader, (str, numbers.Integral))
         if raw:
             spirv = _spirv_bytes(shader)
-            key = cachefile.murmur3_32(spirv)
+            key = murmur3_32(spirv)
         else:
             spirv = None
             key = compiler.resolve_index(shader)
@@ -435,10 +455,14 @@ class PipelineCache:
     # -- persistence -------------------------------------------------------------------
 
     def default_path(self) -> str:
-        """``<default_cache_dir()>/<device_key>.vkcache``: where ``load_cache()``/``save_cache()`` go without a target."""
-        from ..cachestore import default_cache_dir, device_key
+        """The default store's SQLite file, ``<default_cache_dir()>/pipelines.sqlite3``.
 
-        return os.path.join(default_cache_dir(), device_key(self.vkdev) + ".vkcache")
+        ``load_cache()`` / ``save_cache()`` without a target read and write its entry
+        ``"default"`` (``cache.paths.DEFAULT_MODEL_KEY``) for this device's key: one cache
+        shared by every model the user runs on the device. ``python -m ncnn_c run`` and the
+        examples keep their caches in the same file, under their own model keys.
+        """
+        return paths.default_store_path()
 
     def load_cache(
         self,
@@ -450,7 +474,7 @@ class PipelineCache:
     ) -> int:
         """Load a cache file (bytes-like, path or binary file object); 0 on success.
 
-        Without ``src`` the per-user default file (``default_path()``) is read. Any failure
+        Without ``src`` the default store's entry is read (``default_path()``). Any failure
         rejects the whole file, is logged once with its reason (at INFO by default: a rejected
         cache is a miss, not an application error; ``rejection_log_level`` changes that), is
         readable afterwards as ``last_error``, and leaves the cache unchanged. ``source_name`` names the
@@ -460,51 +484,36 @@ class PipelineCache:
         ``$NCNN_C_CACHE_KEY``) a file without a valid MAC made with it is rejected.
         """
         what = source_name
-        mac_key = self._key if key is None else cachefile.resolve_key(key)
+        mac_key = self._key if key is None else _resolve_key(key)
         try:
             if src is None:
-                src = self.default_path()
-            src = _path_given_as_bytes(src)
-            data = cachefile.read_source(src)
-            infos: dict[bytes, ShaderInfo] = {}
-
-            def resolve(spirv: bytes) -> ShaderInfo:
-                info = resolve_shader_info(spirv)
-                infos[spirv] = info
-                return info
-
+                what = what or f"the default store {self.default_path()!r}"
+                data = self._default_entry()
+            else:
+                src = _path_given_as_bytes(src)
+                data = fileio.read_source(src)
             identity = self._identity()
             check_process("PipelineCache.load_cache")
             stale: list = []
-            entries, blob = cachefile.decode(
-                data,
-                identity,
-                compiler.source_hash_by_id,
-                resolve,
-                stale,
-                key=mac_key,
-                interface_mismatch=compiler.interface_mismatch,
-            )
-            cachefile.validate_driver_blob(
-                blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
-            )
+            # every check, the driver blob's header included, is made here once
+            d = checks.decode_with(data, reader_expect(identity, mac_key), stale)
             with self._lock:
                 if self._destroyed:
-                    raise cachefile.CacheRejected("PipelineCache already destroyed")
+                    raise CacheRejected("PipelineCache already destroyed")
                 self._wait_idle()
                 # The merge is the last step that can fail; the SPIR-V map is only touched after it.
-                if blob and self._ensure_vk_pipeline_cache() is not None:
+                if d.driver_blob and self._ensure_vk_pipeline_cache() is not None:
                     try:
-                        _vkp.merge_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache, blob)
+                        _vkp.merge_pipeline_cache_data(self.vkdev, self._vk_pipeline_cache, d.driver_blob)
                     except NcnnError as e:
-                        raise cachefile.CacheRejected(f"driver blob not accepted by the driver: {e}") from e
-                for ent in entries:
+                        raise CacheRejected(f"driver blob not accepted by the driver: {e}") from e
+                for ent, info in zip(d.entries, d.resolved, strict=True):
                     self._spirv[(compiler.index_of_shader_id(ent.shader_id), ent.opt_bits)] = _SpirvRecord(
-                        ent.source_hash, ent.spirv, infos.get(ent.spirv) or resolve_shader_info(ent.spirv)
+                        ent.source_hash, ent.spirv, info
                     )
-                self._stats["loaded_spirv_entries"] += len(entries)
+                self._stats["loaded_spirv_entries"] += len(d.entries)
                 self._stats["stale_spirv_entries"] += len(stale)
-                self._stats["driver_blob_bytes"] = len(blob)
+                self._stats["driver_blob_bytes"] = len(d.driver_blob)
                 self._stats["last_load_bytes"] = len(data)
                 self._last_load_error = None
             for _entry, reason in stale:
@@ -512,12 +521,12 @@ class PipelineCache:
                     "PipelineCache.load_cache: %s: dropped a SPIR-V entry: %s", what or _describe(src), reason
                 )
             return 0
-        except cachefile.CacheMissing as e:
+        except CacheMissing as e:
             # no file yet is the ordinary first start: a miss, not an error
             self._last_load_error = str(e)
             log.info("PipelineCache.load_cache: %s", e)
             return -1
-        except cachefile.CacheRejected as e:
+        except CacheRejected as e:
             self._last_load_error = str(e)
             log.log(
                 rejection_log_level, "PipelineCache.load_cache: rejected %s: %s", what or _describe(src), e
@@ -533,92 +542,106 @@ class PipelineCache:
             )
             return -1
 
+    def _default_entry(self) -> bytes:
+        """This device's ``"default"`` entry of the default store; CacheMissing before the first save."""
+        from ..cache.stores import CacheStoreError, SqliteStore
+
+        path = self.default_path()
+        if not os.path.exists(path):  # opening the store would create it
+            raise CacheMissing(f"the default store {path!r}: no such file (a first start)")
+        dkey = paths.device_key(self.vkdev)
+        try:
+            with SqliteStore(path, mode="rw") as store:
+                data = store.get(paths.DEFAULT_MODEL_KEY, dkey)
+        except CacheStoreError as e:
+            raise CacheRejected(str(e)) from e
+        if data is None:
+            raise CacheMissing(
+                f"the default store {path!r}: no entry {paths.DEFAULT_MODEL_KEY!r} for device {dkey} yet (a first start)"
+            )
+        return data
+
     def save_cache(self, dst=None, merge: bool = False, *, key: bytes | str | None = None) -> int:
         """Write SPIR-V entries and the driver blob to a bytearray, path (atomic) or file object; 0 on success.
 
-        Without ``dst`` the per-user default file (``default_path()``) is written, its
-        directory created. With ``merge`` (a path or a bytearray; ignored for a file object,
-        which cannot be read back), the cache already there is merged with ours instead of
-        replaced: for a path under an advisory lock on ``<path>.lock``, so that processes
-        running different models build one shared file (see ``docs/cache-stores.md``).
+        Without ``dst`` the default store's entry is written (``default_path()``; the store and
+        its directory are created). With ``merge`` (a path, a bytearray or the default store;
+        ignored for a file object, which cannot be read back), the cache already there is
+        merged with ours instead of replaced: for a path under an advisory lock on
+        ``<path>.lock``, for the store in its transaction, so that processes running
+        different models build one shared cache (see ``docs/cache-stores.md``).
         With a cache key (``key``, else the cache's own) the file carries an HMAC-SHA256, and
         a merge keeps only what the file there holds under a valid MAC.
         """
+        where = _describe(dst) if dst is not None else f"the default store {self.default_path()!r}"
         if self._destroyed:
-            log.error(
-                "PipelineCache.save_cache: the cache was destroyed: nothing saved to %s", _describe(dst)
-            )
+            log.error("PipelineCache.save_cache: the cache was destroyed: nothing saved to %s", where)
             return -1
         try:
-            mac_key = self._key if key is None else cachefile.resolve_key(key)
+            mac_key = self._key if key is None else _resolve_key(key)
             if dst is None:
-                dst = self.default_path()
-                os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
-            if merge and isinstance(dst, (str, os.PathLike)):
+                self._save_default(merge, mac_key, where)
+            elif merge and isinstance(dst, (str, os.PathLike)):
                 # refused before the lock file is created next to a device node or FIFO
-                cachefile.check_target(dst)
-                with cachefile.locked(dst):
+                fileio.check_target(dst)
+                with fileio.locked(dst):
                     try:
-                        old: bytes | None = cachefile.read_source(dst)
-                    except cachefile.CacheMissing:
+                        old: bytes | None = fileio.read_source(dst)
+                    except CacheMissing:
                         old = None
-                    data = self._encode(old, dst, mac_key)
-                    cachefile.write_atomic(dst, data)
+                    data = self._encode(old, where, mac_key)
+                    fileio.write_atomic(dst, data)
             elif merge and isinstance(dst, bytearray):
-                data = self._encode(bytes(dst) if dst else None, dst, mac_key)
+                data = self._encode(bytes(dst) if dst else None, where, mac_key)
                 dst[:] = data
             else:
-                data = self._encode(None, dst, mac_key)
-                cachefile.write_target(dst, data)
+                data = self._encode(None, where, mac_key)
+                fileio.write_target(dst, data)
             return 0
         except Exception as e:
-            log.error("PipelineCache.save_cache: cannot save to %s: %s", _describe(dst), e)
+            log.error("PipelineCache.save_cache: cannot save to %s: %s", where, e)
             return -1
 
-    def _old_cache(
-        self, old: bytes, identity: cachefile.Identity, dst, key: bytes | None
-    ) -> tuple[list, bytes]:
+    def _save_default(self, merge: bool, key: bytes | None, where: str) -> None:
+        from ..cache.stores import SqliteStore
+
+        dkey = paths.device_key(self.vkdev)
+        with SqliteStore(self.default_path()) as store:
+            if merge:
+                store.update(paths.DEFAULT_MODEL_KEY, dkey, lambda old: self._encode(old, where, key))
+            else:
+                store.put(paths.DEFAULT_MODEL_KEY, dkey, self._encode(None, where, key))
+
+    def _old_cache(self, old: bytes, identity: Identity, where: str, key: bytes | None) -> tuple[list, bytes]:
         """Entries and blob of the cache a merging save would replace; nothing if it is unusable here."""
         stale: list = []
         try:
-            # resolve as load_cache does: an entry it would refuse must not enter our file
-            entries, blob = cachefile.decode(
-                old,
-                identity,
-                compiler.source_hash_by_id,
-                resolve_shader_info,
-                stale,
-                key=key,
-                interface_mismatch=compiler.interface_mismatch,
-            )
-        except cachefile.CacheRejected as e:
+            # checked as load_cache checks: an entry it would refuse must not enter our file
+            d = checks.decode_with(old, reader_expect(identity, key), stale)
+        except CacheRejected as e:
             # another device's, another version's or a corrupt file: ours replaces it
-            log.info("PipelineCache.save_cache: %s: not merging the cache there: %s", _describe(dst), e)
+            log.info("PipelineCache.save_cache: %s: not merging the cache there: %s", where, e)
             return [], b""
         if stale:
-            log.info(
-                "PipelineCache.save_cache: %s: dropping %d stale SPIR-V entries", _describe(dst), len(stale)
-            )
-        return entries, blob
+            log.info("PipelineCache.save_cache: %s: dropping %d stale SPIR-V entries", where, len(stale))
+        return d.entries, d.driver_blob
 
-    def _encode(self, old: bytes | None, dst, key: bytes | None) -> bytes:
+    def _encode(self, old: bytes | None, where: str, key: bytes | None) -> bytes:
         """The file bytes of this cache, merged with the cache file ``old`` when given."""
         identity = self._identity()
         old_entries: list = []
         old_blob = b""
         if old is not None:
-            old_entries, old_blob = self._old_cache(old, identity, dst, key)
+            old_entries, old_blob = self._old_cache(old, identity, where, key)
         # Our entries win on equal keys; both sides hold current sources only (ours are
         # filtered below, theirs by decode's stale list), so no stale entry survives a merge.
-        merged: dict[tuple[int, int], cachefile.SpirvEntry] = {
-            (e.shader_id, e.opt_bits): e for e in old_entries
-        }
+        merged: dict[tuple[int, int], SpirvEntry] = {(e.shader_id, e.opt_bits): e for e in old_entries}
         with self._lock:
             for (index, opt_bits), rec in self._spirv.items():
                 # an entry of a shader edited since it was compiled would make the file stale
                 if rec.source_hash == compiler.shader_source_hash(index):
                     sid = compiler.shader_id(index)
-                    merged[(sid, opt_bits)] = cachefile.SpirvEntry(sid, opt_bits, rec.source_hash, rec.spirv)
+                    merged[(sid, opt_bits)] = SpirvEntry(sid, opt_bits, rec.source_hash, rec.spirv)
             blob = b""
             if in_forked_child():
                 # the driver cache is the parent's: save what is only bytes; a valid blob
@@ -629,15 +652,16 @@ class PipelineCache:
                 blob = self._driver_blob(old_blob)
         if blob:
             try:
-                cachefile.validate_driver_blob(
+                # what the driver handed us, checked before it is saved (a load checks it again)
+                checks.validate_driver_blob(
                     blob, identity.vendor_id, identity.device_id, identity.pipeline_cache_uuid
                 )
-            except cachefile.CacheRejected as e:
+            except CacheRejected as e:
                 # A blob we would reject on load is worthless; keep the SPIR-V part.
                 log.warning("PipelineCache.save_cache: dropping the driver blob: %s", e)
                 blob = b""
         entries = [merged[k] for k in sorted(merged)]
-        data = cachefile.encode(identity, entries, blob, key)
+        data = encode(identity, entries, blob, key)
         with self._lock:
             self._stats["driver_blob_bytes"] = len(blob)
             self._stats["last_save_bytes"] = len(data)
@@ -662,7 +686,7 @@ class PipelineCache:
             log.info("PipelineCache.save_cache: the driver refused the existing blob (%s): keeping ours", e)
             return ours
         try:
-            _merge_pipeline_caches(self.vkdev, tmp, self._vk_pipeline_cache)
+            _vkp.merge_pipeline_caches(self.vkdev, tmp, self._vk_pipeline_cache)
             return _vkp.get_pipeline_cache_data(self.vkdev, tmp)
         except NcnnError as e:
             log.info("PipelineCache.save_cache: merging driver blobs failed (%s): keeping ours", e)
@@ -687,14 +711,6 @@ class PipelineCache:
         return f"<PipelineCache device {self.device_index} artifacts={len(self._artifacts)} spirv={len(self._spirv)}>"
 
 
-def _merge_pipeline_caches(vkdev, dst, src) -> None:
-    # vkMergePipelineCaches of two live caches (_vk_pipeline only merges bytes into a cache)
-    from . import _vk
-
-    srcs = _vk.ffi.new("VkPipelineCache[1]", [src])
-    _vk.check(_vkp._lib().vkMergePipelineCaches(_vkp._dev(vkdev), dst, 1, srcs), "vkMergePipelineCaches")
-
-
 def _spirv_bytes(spirv) -> bytes:
     if isinstance(spirv, (bytes, bytearray, memoryview)):
         return bytes(spirv)
@@ -708,7 +724,7 @@ def _path_given_as_bytes(src):
     if (
         isinstance(src, bytes)
         and 0 < len(src) < 4096
-        and not src.startswith(cachefile.MAGIC_BYTES)
+        and not src.startswith(MAGIC_BYTES)
         and b"\0" not in src
         and os.path.lexists(src)
     ):

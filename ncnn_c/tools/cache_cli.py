@@ -1,19 +1,24 @@
 """``python -m ncnn_c cache``: look into, check and build pipeline cache files.
 
-    python -m ncnn_c cache inspect (FILE | --store URL --key K [--device-key D])
+    python -m ncnn_c cache inspect (FILE | --store [URL] [--key K] [--device-key D])
                                    [--device N | --no-device] [--json]
-    python -m ncnn_c cache verify (FILE | --store URL --key K [--device-key D])
+    python -m ncnn_c cache verify (FILE | --store [URL] [--key K] [--device-key D])
                                   [--device N | --no-device]
     python -m ncnn_c cache build MODEL.param [MODEL.bin] [--input WxHxC ...]
-                                 (-o FILE | --store URL [--model-key K]) [--merge]
+                                 (-o FILE | --store [URL] [--model-key K]) [--merge]
                                  [--opt NAME=VALUE ...] [--device N] [--no-forward]
 
 ``inspect`` prints the header, the section sizes, the entry list (shader name, option bits,
 sizes) and, for this library and the chosen device (default: the default GPU, when there is
 one), every check with what the file has and what would be accepted. ``verify`` prints the
 verdict ``PipelineCache.load_cache`` would reach, in one line. With ``--store`` both read
-the store's entry for model key K and the device's key (or ``--device-key``): a store
-cannot list its entries, so the model key must be given.
+the store's entry for model key K and the device's key (or ``--device-key``). ``--store``
+without a URL is the default store, ``sqlite:///<cache dir>/pipelines.sqlite3``, where
+``run``, the examples and ``PipelineCache.save_cache()`` keep their caches; without
+``--key`` the store's one entry for the device is read (a SQLite or PostgreSQL store lists
+its model keys when it holds several; a directory store cannot, its files are named by hashes).
+A cache store given as a FILE (a SQLite database) is named as such, with the ``--store``
+command to use instead.
 
 ``build`` prepares a cache before the first user arrives: it loads the network on the GPU
 with ncnn's default options (change them with ``--opt``, exactly as the application will set
@@ -92,11 +97,20 @@ def _add_device(p: argparse.ArgumentParser) -> None:
 
 def _add_source(p: argparse.ArgumentParser) -> None:
     p.set_defaults(_parser=p)  # FILE vs --store is checked after parsing, reported as argparse would
-    p.add_argument("file", nargs="?", help="the cache file (or --store URL --key K)")
+    p.add_argument("file", nargs="?", help="the cache file (or --store [URL] [--key K])")
     p.add_argument(
-        "--store", metavar="URL", help="read an entry of a cache store: file:///dir, sqlite:///path.db, ..."
+        "--store",
+        metavar="URL",
+        nargs="?",
+        const="",
+        help="read an entry of a cache store: file:///dir, sqlite:///path.db, ... (no URL: the default"
+        " store, sqlite:///<cache dir>/pipelines.sqlite3, which `run` and the examples use)",
     )
-    p.add_argument("--key", metavar="MODEL_KEY", help="with --store: the model key of the entry")
+    p.add_argument(
+        "--key",
+        metavar="MODEL_KEY",
+        help="with --store: the model key of the entry (default: the store's one entry for the device)",
+    )
     p.add_argument(
         "--device-key",
         metavar="KEY",
@@ -147,7 +161,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out = pb.add_mutually_exclusive_group(required=True)
     out.add_argument("-o", "--output", metavar="FILE", help="the cache file to write")
     out.add_argument(
-        "--store", metavar="URL", help="a cache store: file:///dir, sqlite:///path.db, postgresql://..."
+        "--store",
+        metavar="URL",
+        nargs="?",
+        const="",
+        help="a cache store: file:///dir, sqlite:///path.db, postgresql://... (no URL: the default store)",
     )
     pb.add_argument(
         "--model-key", metavar="K", help="the model's key in the store (default: the .param file name)"
@@ -213,7 +231,7 @@ def _check_file(path: str) -> None:
 def _check_store_path(url: str) -> None:
     """A file:// or sqlite:// store must already exist: opening one creates it, and looking
     into a store must not leave a new empty one behind (nor a new table in a foreign database)."""
-    from ..cachestore import redact_url
+    from ..cache.stores import redact_url
 
     shown = redact_url(url)
     parts = urllib.parse.urlsplit(url)
@@ -229,17 +247,17 @@ def _check_store_path(url: str) -> None:
         raise Failure(f"{shown}: no such store ({path} does not exist)") from None
     except OSError as e:
         raise Failure(f"{shown}: {path}: {_os_error(e)}") from None
-    from ..gpu import cachefile
+    from ..cache.fileio import file_kind
 
     if scheme == "file":
         if not stat.S_ISDIR(st.st_mode):
-            raise Failure(f"{shown}: {path} is {cachefile._file_kind(st.st_mode)}, not a directory")
+            raise Failure(f"{shown}: {path} is {file_kind(st.st_mode)}, not a directory")
         return
     if not stat.S_ISREG(st.st_mode):
-        raise Failure(f"{shown}: {path} is {cachefile._file_kind(st.st_mode)}, not a SQLite database")
+        raise Failure(f"{shown}: {path} is {file_kind(st.st_mode)}, not a SQLite database")
     import sqlite3
 
-    from ..cachestore import DEFAULT_TABLE
+    from ..cache.stores import DEFAULT_TABLE
 
     try:
         # read-only, so that a foreign database is left exactly as it was; one leading "/"
@@ -276,9 +294,11 @@ def _source(args, device) -> tuple[object, str]:
         return args.file, args.file
     if args.file is not None:
         _usage(args, "give a cache FILE or --store URL, not both")
-    if args.key is None:
-        _usage(args, "--store needs --key MODEL_KEY (a store cannot list its entries)")
-    from ..cachestore import CacheStoreError, device_key, open_store, redact_url
+    from ..cache.paths import default_store_url, device_key
+    from ..cache.stores import CacheStoreError, open_store, redact_url
+
+    url = args.store or default_store_url()
+    shown = redact_url(url)
 
     dkey = args.device_key
     if dkey is None:
@@ -292,20 +312,39 @@ def _source(args, device) -> tuple[object, str]:
         if vkdev is None:
             raise UsageError("no Vulkan device to take the device key from: give --device-key KEY")
         dkey = device_key(vkdev)
-    _check_store_path(args.store)
+    _check_store_path(url)
     try:
-        store = open_store(args.store)
+        store = open_store(url)
     except CacheStoreError as e:
         raise UsageError(str(e)) from None
     try:
-        data = store.get(args.key, dkey)
+        key = args.key if args.key is not None else _only_key(args, store, shown, dkey)
+        data = store.get(key, dkey)
     except CacheStoreError as e:
         raise Failure(str(e)) from None
     finally:
         store.close()
     if data is None:
-        raise Failure(f"{redact_url(args.store)}: no entry for model key {args.key!r} and device key {dkey}")
-    return data, f"{redact_url(args.store)} [{args.key}] device {dkey}"
+        raise Failure(f"{shown}: no entry for model key {key!r} and device key {dkey}")
+    return data, f"{shown} [{key}] device {dkey}"
+
+
+def _only_key(args, store, shown: str, dkey: str) -> str:
+    """The model key of the store's one entry for ``dkey``; a usage error when there are several."""
+    from ..cache.stores import CacheStoreError
+
+    try:
+        keys = store.model_keys(dkey)
+    except CacheStoreError as e:
+        _usage(args, f"--store {shown} needs --key MODEL_KEY: {e}")
+    if not keys:
+        raise Failure(f"{shown}: no entry for device key {dkey}")
+    if len(keys) > 1:
+        _usage(
+            args,
+            f"{shown} holds {len(keys)} entries for device key {dkey}: give --key, one of {', '.join(keys)}",
+        )
+    return keys[0]
 
 
 def cmd_inspect(args) -> int:
@@ -431,7 +470,7 @@ def cmd_build(args) -> int:
 
     import ncnn_c
 
-    from ..gpu import cachefile
+    from ..cache import fileio
     from . import bench
 
     _input_file(args.param)
@@ -439,21 +478,23 @@ def cmd_build(args) -> int:
         _input_file(args.model)
     if args.output is not None:
         try:  # a directory or a FIFO is refused now, not after minutes of pipeline building
-            cachefile.check_target(args.output)
+            fileio.check_target(args.output)
         except OSError as e:
             raise Failure(f"cannot save to {args.output}: {e}") from None
-    if args.model_key is not None and not args.store:
+    if args.model_key is not None and args.store is None:
         raise UsageError("--model-key only goes with --store")
     try:
         given = [bench.parse_shape(s) for s in args.input] if args.input else None
     except bench.UsageError as e:
         raise UsageError(str(e)) from None
     store = None
-    if args.store:
-        from ..cachestore import CacheStoreError, open_store, redact_url
+    if args.store is not None:
+        from ..cache.paths import default_store_url, device_key
+        from ..cache.stores import CacheStoreError, open_store, redact_url
 
+        url = args.store or default_store_url()
         try:
-            store = open_store(args.store)
+            store = open_store(url)
         except CacheStoreError as e:
             raise UsageError(str(e)) from None
     model_key = args.model_key or Path(args.param).name
@@ -516,14 +557,14 @@ def cmd_build(args) -> int:
 
         if store is not None:
             if store.save_from(cache, model_key, merge=args.merge) != 0:
-                raise Failure(f"cannot save to {redact_url(args.store)} (see the message above)")
-            where = f"{redact_url(args.store)} [{model_key}]"
-            data = store.get(model_key, _device_key(vkdev))
+                raise Failure(f"cannot save to {redact_url(url)} (see the message above)")
+            where = f"{redact_url(url)} [{model_key}]"
+            data = store.get(model_key, device_key(vkdev))
         else:
             if cache.save_cache(args.output, merge=args.merge) != 0:
                 raise Failure(f"cannot save to {args.output} (see the message above)")
             where = args.output
-            data = cachefile.read_source(args.output)  # never blocks, should a FIFO appear there
+            data = fileio.read_source(args.output)  # never blocks, should a FIFO appear there
         st = cache.stats()
         from ..gpu import cacheinspect
 
@@ -551,15 +592,9 @@ def _input_file(path: str) -> None:
     except OSError as e:
         raise UsageError(f"{path}: {_os_error(e)}") from None
     if not stat.S_ISREG(st.st_mode):
-        from ..gpu import cachefile
+        from ..cache.fileio import file_kind
 
-        raise UsageError(f"{path}: not a regular file ({cachefile._file_kind(st.st_mode)})")
-
-
-def _device_key(vkdev) -> str:
-    from ..cachestore import device_key
-
-    return device_key(vkdev)
+        raise UsageError(f"{path}: not a regular file ({file_kind(st.st_mode)})")
 
 
 # -- entry -----------------------------------------------------------------------------------
