@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..mat import Mat
 from . import Param
 from ._conv import bias_act, gemm_into, native_act, native_kernels, winograd43_into, winograd43_weights
 from ._fused_activation import activation_values, check_activation, fused_activation
@@ -268,9 +269,9 @@ class Convolution(Window, WeightBias):
         assert self._weight2d is not None  # set by _prepare()
         if self.int8_scale_term and opt.use_int8_inference:
             return self._forward_int8(bottom, top, opt)
-        if bottom.elemsize == 1:
-            log.error("%s %r: an int8 blob needs int8 inference", type(self).__name__, self.name)
-            return -1
+        if bottom.elemsize == 1 and bottom.elempack == 1:
+            # 8-bit data (a uint8/int8 array fed as it is) is read by value, as on the GPU path
+            bottom = Mat.from_tensor(bottom.tensor().astype(np.float32))
         if not self._wino_done:
             self._prepare_winograd()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:

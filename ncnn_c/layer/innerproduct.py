@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..mat import Mat
 from . import Param
 from ._fused_activation import check_activation, fused_activation
 from ._geometry import WeightBias
@@ -119,9 +120,9 @@ class InnerProduct(WeightBias):
             if self._w8 is None:
                 self._prepare()
             return self._forward_int8(bottom, top, opt)
-        if bottom.elemsize == 1:
-            log.error("InnerProduct %r: an int8 blob needs int8 inference", self.name)
-            return -1
+        if bottom.elemsize == 1 and bottom.elempack == 1:
+            # 8-bit data (a uint8/int8 array fed as it is) is read by value, as on the GPU path
+            bottom = Mat.from_tensor(bottom.tensor().astype(np.float32))
         if self._weight is None:
             self._prepare()
         weight = self._weight
