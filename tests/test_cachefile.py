@@ -163,6 +163,7 @@ def test_pure_python_fallback_when_the_extension_is_missing():
     code = (
         "import sys; sys.modules['ncnn_c._native._hash'] = None\n"
         "sys.modules['ncnn_c._native._shaderc'] = None\n"
+        "sys.modules['ncnn_c._native._cpu'] = None\n"
         "from ncnn_c.gpu import cachefile as cf\n"
         "assert cf.HASH_BACKEND == 'python', cf.HASH_BACKEND\n"
         "assert cf.murmur3_32(b'hello') == 0x248BFA47 and cf.fnv1a32(b'a') == 0xE40C292C\n"
@@ -172,6 +173,8 @@ def test_pure_python_fallback_when_the_extension_is_missing():
         "    raise SystemExit('shaderc() loaded a missing extension')\n"
         "except native.NotBuilt as e:\n"
         "    assert 'make setup' in str(e), e\n"
+        "from ncnn_c._native import cpu\n"
+        "assert cpu.cpu_kernels() is None\n"
         "built = [m for m in sys.modules if m.startswith('ncnn_c._native.build_')]\n"
         "assert not built, built\n"
     )

@@ -1,7 +1,8 @@
 """The CPU kernels of ``_cpu`` (see build_cpu) behind a numpy-facing wrapper.
 
-``cpu_kernels()`` returns the wrapper, building the extension on first use when it is missing
-or stale; None when it cannot be built (no compiler), so callers keep a numpy path.
+``cpu_kernels()`` returns the wrapper over the prebuilt extension (the wheel and ``make setup``
+build it; nothing is compiled at import or first use); None when it was not built, so callers
+keep a numpy path.
 """
 
 from __future__ import annotations
@@ -249,12 +250,7 @@ def cpu_kernels() -> CpuKernels | None:
         if _kernels is None and not _tried:
             _tried = True
             try:
-                from . import build_cpu
-
-                if not build_cpu.is_current():
-                    build_cpu.build()
-                    importlib.invalidate_caches()
                 _kernels = CpuKernels(importlib.import_module(f"{__package__}._cpu"))
-            except Exception as e:  # no compiler / headers: the numpy path still works
+            except Exception as e:  # not built (`make setup` builds it): the numpy path still works
                 log.info("ncnn_c: CPU kernels unavailable (%s); using numpy", e)
     return _kernels
