@@ -653,3 +653,39 @@ def test_a_gemm_deconvolution_keeps_its_post_ops_apart(tmp_path):
     ]
     plan = check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
     assert plan.native_layers == 6
+
+
+SHUFFLED_CONCAT = [
+    _in(3, 6, 5),
+    "Split sp 1 3 data d0 d1 d2",
+    conv("c1", "d0", "a", 3, 8),
+    conv("c2", "d1", "b", 3, 16),
+    conv("c3", "d2", "c", 3, 8),
+    "Concat cat 3 1 a b c cat 0=0",
+]
+
+
+@pytest.mark.parametrize("params, fused", [("0=4", True), ("0=8 1=1", True), ("0=2", False)])
+def test_a_concat_is_written_straight_into_its_shuffle(tmp_path, monkeypatch, layout, params, fused):
+    # with 2 groups of 16 channels the 8-channel parts hold no whole group: a concat first
+    concats = []
+    make = native.NativePlan._concat
+
+    def concat(self, layer, seg, opt):
+        concats.append(layer.name)
+        return make(self, layer, seg, opt)
+
+    monkeypatch.setitem(native._LAYER_METHODS, "Concat", concat)
+    monkeypatch.setattr(native.NativePlan, "_concat", concat)
+    lines = [*SHUFFLED_CONCAT, f"ShuffleChannel sh 1 1 cat out {params}"]
+    plan = check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
+    assert plan.native_layers == 6 and (concats == []) == fused
+
+
+def test_a_pending_concat_is_made_when_its_shuffle_cannot_take_it(tmp_path, monkeypatch):
+    def refuse(*args):
+        raise native.Unsupported("refused by the test")
+
+    monkeypatch.setattr(native.NativePlan, "_shuffle_parts", refuse)
+    lines = [*SHUFFLED_CONCAT, "ShuffleChannel sh 1 1 cat out 0=4"]
+    check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"], numpy_layers=1)

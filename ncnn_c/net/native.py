@@ -309,6 +309,9 @@ class NativePlan:
         # Padding layers a convolution reads through its own padding: their top -> (bottom,
         # (top, bottom, left, right)); made for real only if something else needs the blob
         self._pending_pads: dict[int, tuple[int, tuple[int, int, int, int]]] = {}
+        # Concat layers the ShuffleChannel after them writes (each part straight to its
+        # shuffled place): their top -> the Concat layer; made for real only if needed
+        self._pending_concats: dict[int, int] = {}
         self._li = -1  # the layer being built
         self._producer_of: dict[int, int] = {}
         self._build(order, opts)
@@ -328,6 +331,7 @@ class NativePlan:
         self._producer_of = {t: li for li in order for t in layers[li].tops}
         chains = self._chains(order, layers, consumers, readers)
         pad_folds = self._pad_folds(order, layers, consumers, readers)
+        shuffled = self._shuffled_concats(order, layers, consumers, readers)
         folded: dict[int, int] = {}  # layer taken by its producer -> that producer
         seg: _Segment | None = None
         for li in order:
@@ -349,6 +353,10 @@ class NativePlan:
             if li in pad_folds:
                 t, b, l, r = pad_folds[li]
                 self._pending_pads[layer.tops[0]] = (layer.bottoms[0], (t, b, l, r))
+                self.native_layers += 1
+                continue
+            if li in shuffled:
+                self._pending_concats[layer.tops[0]] = li
                 self.native_layers += 1
                 continue
             if seg is None:
@@ -465,6 +473,38 @@ class NativePlan:
             folds[li] = (pad.top, pad.bottom, pad.left, pad.right)
         return folds
 
+    def _shuffled_concats(self, order, layers, consumers, readers) -> set[int]:
+        """Channel Concats whose only reader is a ShuffleChannel and whose parts each hold
+        whole groups of it (ShuffleNet's blocks): the shuffle writes the parts into place."""
+        skipped = _skipped_types()
+        if "fusion" in skipped or "ShuffleChannel" in skipped or "Concat" in skipped:
+            return set()
+        outputs = set(self.outputs)
+        out = set()
+        for li in order:
+            cat = layers[li]
+            if cat.type != "Concat" or not _builtin(cat) or len(cat.tops) != 1 or len(cat.bottoms) < 2:
+                continue
+            top = cat.tops[0]
+            if consumers.get(top, 0) != 1 or top in outputs or len(readers.get(top, ())) != 1:
+                continue
+            sh = layers[readers[top][0]]
+            shapes = [self._shapes.get(b) for b in cat.bottoms]
+            oshape = self._shapes.get(top)
+            if sh.type != "ShuffleChannel" or not _builtin(sh) or oshape is None or oshape[0] != 3:
+                continue
+            if cat.axis not in (0, -3) or any(
+                s is None or s[0] != 3 or s[1:3] != oshape[1:3] for s in shapes
+            ):
+                continue
+            c = oshape[4]
+            if sh.group < 1 or c % sh.group:
+                continue
+            per = sh.group if sh.reverse else c // sh.group
+            if per > 1 and per < c and all(s is not None and s[4] % per == 0 for s in shapes):
+                out.add(li)
+        return out
+
     def _shape(self, blob: int) -> tuple:
         s = self._shapes.get(blob)
         if s is None:
@@ -480,6 +520,11 @@ class NativePlan:
             return v
         if blob in self._pending_pads:
             return self._make_pending_pad(seg, blob)
+        if blob in self._pending_concats:
+            self._concat(self._net._layers[self._pending_concats.pop(blob)], seg, None)
+            v = self._values[blob]
+            v.last = self._step
+            return v
         # a blob from the caller or from a numpy layer: read in through a strided memory
         shape = self._shape(blob)
         dims = _mat_dims(shape)
@@ -551,7 +596,7 @@ class NativePlan:
         return v.mem
 
     def _export(self, seg: _Segment, blob: int) -> None:
-        if blob in self._pending_pads:
+        if blob in self._pending_pads or blob in self._pending_concats:
             self._value(seg, blob)
         v = self._values.get(blob)
         if v is None:
@@ -1256,17 +1301,18 @@ class NativePlan:
     def _shufflechannel(self, layer, seg, opt) -> None:
         dn = self.dnnl
         shape = self._shape(layer.bottoms[0])
-        src = self._value(seg, layer.bottoms[0])
         if shape[0] != 3:
-            raise Unsupported("shuffle of a 1-D / 2-D blob")
+            return self._same(layer, seg, self._value(seg, layer.bottoms[0]))  # one channel
         _, w, h, _, c, _, _ = shape
         if c % layer.group:
             raise Unsupported("channels do not split into groups")
         groups = c // layer.group if layer.reverse else layer.group
         per = c // groups
         if groups == 1 or per == 1:
-            return self._same(layer, seg, src)
-        src = self._canon(seg, src)
+            return self._same(layer, seg, self._value(seg, layer.bottoms[0]))
+        if layer.bottoms[0] in self._pending_concats:
+            return self._shuffle_parts(layer, seg, groups, per)
+        src = self._canon(seg, self._value(seg, layer.bottoms[0]))
         if _BLOCK.get(self._tag_of(src.md) or ""):
             # oneDNN's shuffle: its group_size is the channels per ncnn group
             pd = dn.shuffle(src.md, src.md, 1, per)
@@ -1282,6 +1328,30 @@ class NativePlan:
         view = self._alias(src, dn.md(five, strides=(n, per * cs, cs, hs, ws)))
         out = self._top(layer, dn.md((1, c, h, w), tag))
         self._copy(seg, view, self._alias(out, dn.md(five, strides=(n, cs, groups * cs, hs, ws))))
+
+    def _shuffle_parts(self, layer, seg, groups: int, per: int) -> None:
+        """Concat + ShuffleChannel in one pass: each part of the concat, whole groups of
+        ``per`` channels, is copied straight to its shuffled channels of the output."""
+        dn = self.dnnl
+        cat = self._net._layers[self._pending_concats.pop(layer.bottoms[0])]
+        parts = [self._canon(seg, self._value(seg, b)) for b in cat.bottoms]
+        _, w, h, _, c, _, _ = self._shape(layer.tops[0])
+        tag = "acdb" if self._tag_of(parts[0].md) == "acdb" else "abcd"
+        out = self._top(layer, dn.md((1, c, h, w), tag))
+        n, cs, hs, ws = _tag_strides(tag, (1, c, h, w))
+        first = 0  # the part's first group
+        for v in parts:
+            m = v.md.dims[1] // per
+            five = (1, m, per, h, w)
+            try:
+                src = self._alias(v, v.md.reshaped(five))
+            except _dnnl().DnnlError:
+                v = self._plain(seg, v)
+                src = self._alias(v, v.md.reshaped(five))
+            # input channel i * per + j (group i) goes to output channel j * groups + i
+            dst = self._alias(out, dn.md(five, strides=(n, cs, groups * cs, hs, ws)), first * cs * 4)
+            self._copy(seg, src, dst)
+            first += m
 
     def _slice(self, layer, seg, opt) -> None:
         shape = self._shape(layer.bottoms[0])
