@@ -159,68 +159,73 @@ def _size(view: memoryview) -> Iterator[Check]:
 def _header(view: memoryview, hdr: CacheHeader) -> Iterator[Check]:
     """Format, checksum, byte order, pointer size, auth, reserved bytes: no device needed."""
     foreign = foreign_format(view)
-    yield _header_check(
-        "magic",
-        hdr.magic == CACHE_FILE_MAGIC,
-        _hex(hdr.magic),
-        _hex(CACHE_FILE_MAGIC),
-        f"{_field('magic')} is 0x{hdr.magic:08x}, expected 0x{CACHE_FILE_MAGIC:08x}: "
-        + (f"{foreign}, not a pipeline cache file" if foreign else "not an ncnn_c pipeline cache"),
-    )
-    yield _header_check(
-        "version",
-        hdr.version == CACHE_FILE_VERSION,
-        hdr.version,
-        CACHE_FILE_VERSION,
-        f"{_field('version')} is {hdr.version}, this build reads version {CACHE_FILE_VERSION}",
-    )
-    yield _header_check(
-        "header_size",
-        hdr.header_size == HEADER_SIZE,
-        hdr.header_size,
-        HEADER_SIZE,
-        f"{_field('header_size')} is {hdr.header_size}, expected {HEADER_SIZE}",
-    )
     actual = hashing.fnv1a32(view[:CHECKSUM_OFFSET])
-    yield _header_check(
-        "header_fnv1a",
-        hdr.header_fnv1a == actual,
-        _hex(hdr.header_fnv1a),
-        _hex(actual),
-        f"{_field('header_fnv1a')} is 0x{hdr.header_fnv1a:08x} but bytes 0..{CHECKSUM_OFFSET - 1}"
-        f" hash to 0x{actual:08x}: header corrupted",
-    )
-    yield _header_check(
-        "endian_marker",
-        hdr.endian_marker == ENDIAN_MARKER,
-        _hex(hdr.endian_marker),
-        _hex(ENDIAN_MARKER),
-        f"{_field('endian_marker')} is 0x{hdr.endian_marker:08x}, expected 0x{ENDIAN_MARKER:08x}",
-    )
-    yield _header_check(
-        "pointer_size",
-        hdr.pointer_size == POINTER_SIZE,
-        hdr.pointer_size,
-        POINTER_SIZE,
-        f"{_field('pointer_size')} is {hdr.pointer_size}, expected {POINTER_SIZE}",
-    )
-    yield _header_check(
-        "auth",
-        hdr.auth in (AUTH_NONE, AUTH_HMAC_SHA256),
-        {AUTH_NONE: "0 (none)", AUTH_HMAC_SHA256: "1 (HMAC-SHA256)"}.get(hdr.auth, hdr.auth),
-        "0 or 1",
-        f"{_field('auth')} is {hdr.auth}: unknown authentication (0 none, 1 HMAC-SHA256)",
-    )
     bad = next((i for i, b in enumerate(hdr.reserved) if b), None)
-    yield _header_check(
-        "reserved",
-        bad is None,
-        "all zero" if bad is None else "not zero",
-        "all zero",
-        ""
-        if bad is None
-        else f"header.reserved byte at offset {RESERVED_OFFSET + bad} is 0x{hdr.reserved[bad]:02x}, must be zero",
+    # (field, passes, found, expected, the rejection)
+    rows = (
+        (
+            "magic",
+            hdr.magic == CACHE_FILE_MAGIC,
+            _hex(hdr.magic),
+            _hex(CACHE_FILE_MAGIC),
+            f"{_field('magic')} is 0x{hdr.magic:08x}, expected 0x{CACHE_FILE_MAGIC:08x}: "
+            + (f"{foreign}, not a pipeline cache file" if foreign else "not an ncnn_c pipeline cache"),
+        ),
+        (
+            "version",
+            hdr.version == CACHE_FILE_VERSION,
+            hdr.version,
+            CACHE_FILE_VERSION,
+            f"{_field('version')} is {hdr.version}, this build reads version {CACHE_FILE_VERSION}",
+        ),
+        (
+            "header_size",
+            hdr.header_size == HEADER_SIZE,
+            hdr.header_size,
+            HEADER_SIZE,
+            f"{_field('header_size')} is {hdr.header_size}, expected {HEADER_SIZE}",
+        ),
+        (
+            "header_fnv1a",
+            hdr.header_fnv1a == actual,
+            _hex(hdr.header_fnv1a),
+            _hex(actual),
+            f"{_field('header_fnv1a')} is 0x{hdr.header_fnv1a:08x} but bytes 0..{CHECKSUM_OFFSET - 1}"
+            f" hash to 0x{actual:08x}: header corrupted",
+        ),
+        (
+            "endian_marker",
+            hdr.endian_marker == ENDIAN_MARKER,
+            _hex(hdr.endian_marker),
+            _hex(ENDIAN_MARKER),
+            f"{_field('endian_marker')} is 0x{hdr.endian_marker:08x}, expected 0x{ENDIAN_MARKER:08x}",
+        ),
+        (
+            "pointer_size",
+            hdr.pointer_size == POINTER_SIZE,
+            hdr.pointer_size,
+            POINTER_SIZE,
+            f"{_field('pointer_size')} is {hdr.pointer_size}, expected {POINTER_SIZE}",
+        ),
+        (
+            "auth",
+            hdr.auth in (AUTH_NONE, AUTH_HMAC_SHA256),
+            {AUTH_NONE: "0 (none)", AUTH_HMAC_SHA256: "1 (HMAC-SHA256)"}.get(hdr.auth, hdr.auth),
+            "0 or 1",
+            f"{_field('auth')} is {hdr.auth}: unknown authentication (0 none, 1 HMAC-SHA256)",
+        ),
+        (
+            "reserved",
+            bad is None,
+            "all zero" if bad is None else "not zero",
+            "all zero",
+            ""
+            if bad is None
+            else f"header.reserved byte at offset {RESERVED_OFFSET + bad} is 0x{hdr.reserved[bad]:02x}, must be zero",
+        ),
     )
+    for name, ok, found, expected, reason in rows:
+        yield _header_check(name, ok, found, expected, reason)
 
 
 def _layout(n: int, hdr: CacheHeader) -> Iterator[Check]:
@@ -284,8 +289,8 @@ def _mac(view: memoryview, hdr: CacheHeader, key: bytes | None) -> Iterator[Chec
 def _identity(hdr: CacheHeader, expect: Expect) -> Iterator[Check]:
     identity = expect.identity
     version = expect.library_version
-    who = "this device" if identity is not None else "this library"
     if version is not None:
+        who = "this device" if identity is not None else "this library"
         yield _header_check(
             "ncnn_version",
             hdr.ncnn_version == version,
@@ -294,12 +299,14 @@ def _identity(hdr: CacheHeader, expect: Expect) -> Iterator[Check]:
             f"{_field('ncnn_version')} mismatch: file has {hdr.ncnn_version:#x}, {who} has {version:#x}",
             "this library",
         )
-    for name in ("vendor_id", "device_id", "api_version", "driver_version", "driver_id"):
-        stored = getattr(hdr, name)
-        if identity is None:
-            yield _unchecked(name, _hex(stored))
-            continue
-        want = getattr(identity, name)
+    names = ("vendor_id", "device_id", "api_version", "driver_version", "driver_id")
+    if identity is None:
+        for name in (*names, "driver_name_hash", "device_name_hash"):
+            yield _unchecked(name, _hex(getattr(hdr, name)))
+        yield _unchecked("pipeline_cache_uuid", hdr.pipeline_cache_uuid.hex())
+        return
+    for name in names:
+        stored, want = getattr(hdr, name), getattr(identity, name)
         yield _header_check(
             name,
             stored == want,
@@ -308,32 +315,25 @@ def _identity(hdr: CacheHeader, expect: Expect) -> Iterator[Check]:
             f"{_field(name)} mismatch: file has {stored:#x}, this device has {want:#x}",
         )
     for name in ("driver_name", "device_name"):
-        stored = getattr(hdr, name + "_hash")
-        if identity is None:
-            yield _unchecked(name + "_hash", _hex(stored))
-            continue
         text = getattr(identity, name)
-        want = name_hash(text)
+        stored, want = getattr(hdr, name + "_hash"), name_hash(text)
         yield _header_check(
             name + "_hash",
             stored == want,
             _hex(stored),
             _hex(want),
-            f"{_field(name + '_hash')} mismatch: file has 0x{stored:08x}, this device's {name} {text!r} hashes to 0x{want:08x}",
+            f"{_field(name + '_hash')} mismatch: file has 0x{stored:08x}, this device's {name} {text!r}"
+            f" hashes to 0x{want:08x}",
             f"hash of {text!r}",
         )
-    uuid = hdr.pipeline_cache_uuid
-    if identity is None:
-        yield _unchecked("pipeline_cache_uuid", uuid.hex())
-    else:
-        want_uuid = bytes(identity.pipeline_cache_uuid)
-        yield _header_check(
-            "pipeline_cache_uuid",
-            uuid == want_uuid,
-            uuid.hex(),
-            want_uuid.hex(),
-            f"{_field('pipeline_cache_uuid')} mismatch: file has {uuid.hex()}, this device has {want_uuid.hex()}",
-        )
+    uuid, want_uuid = hdr.pipeline_cache_uuid, bytes(identity.pipeline_cache_uuid)
+    yield _header_check(
+        "pipeline_cache_uuid",
+        uuid == want_uuid,
+        uuid.hex(),
+        want_uuid.hex(),
+        f"{_field('pipeline_cache_uuid')} mismatch: file has {uuid.hex()}, this device has {want_uuid.hex()}",
+    )
 
 
 def _section_hashes(view: memoryview, hdr: CacheHeader) -> Iterator[Check]:
