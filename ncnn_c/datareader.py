@@ -23,6 +23,7 @@ import stat
 
 import numpy as np
 
+from .cache.fileio import file_kind
 from .errors import ModelFormatError
 
 log = logging.getLogger("ncnn_c")
@@ -30,19 +31,6 @@ log = logging.getLogger("ncnn_c")
 # Large reads are split into chunks so that an untrusted size (a garbage count in a
 # param file) never makes us allocate more than the data that really exists + 1 chunk.
 _CHUNK = 1 << 24
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return f"file mode {stat.S_IFMT(mode):#o}"
 
 
 def open_regular_file(path):
@@ -54,7 +42,7 @@ def open_regular_file(path):
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ModelFormatError(f"{os.fsdecode(path)!r} is not a regular file ({_file_kind(st.st_mode)})")
+            raise ModelFormatError(f"{os.fsdecode(path)!r} is not a regular file ({file_kind(st.st_mode)})")
         if nonblock:
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -28,9 +28,9 @@ import re
 import threading
 from typing import NamedTuple
 
+from ..cache.hashing import fnv1a32
 from ..errors import NcnnError
 from ..option import SHADER_OPTION_BITS
-from .cachefile import fnv1a32
 
 log = logging.getLogger("ncnn_c")
 

@@ -264,11 +264,12 @@ def infer(args: argparse.Namespace) -> dict[str, Any]:
             net.opt.use_vulkan_compute = True
             net.set_vulkan_device(vkdev)
             if not args.no_cache:
-                from ncnn_c.cachestore import default_cache_dir, open_store, redact_url
+                from ncnn_c.cache.paths import default_store_url
+                from ncnn_c.cachestore import open_store, redact_url
 
                 # open_store creates the default cache directory, and refuses a URL whose
                 # directory does not exist rather than making directories anywhere
-                url = args.cache or f"sqlite:///{os.path.join(default_cache_dir(), 'pipelines.sqlite3')}"
+                url = args.cache or default_store_url()
                 try:
                     store = open_store(url)
                 except Exception as e:
