@@ -15,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from oracle import FP32_FLAGS, assert_close, run_ncnn
+from test_networks import parse_param
 
 import ncnn_c
 from ncnn_c.net import native
+from ncnn_c.tools.randbin import random_weights
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 SQUEEZE = (str(MODELS / "squeezenet_v1.1.param"), str(MODELS / "squeezenet_v1.1.bin"))
@@ -208,3 +210,56 @@ def test_fp32_flags_of_the_oracle_run_native_too():
     _run(net, x)
     _run(net, x)
     assert len(net._native_plans) == 1
+
+
+# the layers of each benchmark network that stay numpy in its plan: detection heads (NMS and
+# box decoding have no oneDNN form); everything else runs in one native segment
+BENCH = MODELS / "benchmark"
+NUMPY_LAYERS = {
+    "mobilenet_ssd": ["DetectionOutput"],
+    "squeezenet_ssd": ["DetectionOutput"],
+    "mobilenet_yolo": ["YoloDetectionOutput"],
+    "mobilenetv2_yolov3": ["Yolov3DetectionOutput"],
+    "yolo-fastest-1.1": ["Yolov3DetectionOutput"],
+    "yolov4-tiny": ["Yolov3DetectionOutput"],
+}
+INPUT_SHAPES = {"FastestDet": (3, 352, 352)}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(p.stem, marks=pytest.mark.slow) if p.stem in ("vgg16", "alexnet") else p.stem
+        for p in sorted(BENCH.glob("*.param"))
+    ],
+)
+def test_benchmark_networks_run_natively(model, monkeypatch):
+    monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
+    param = BENCH / f"{model}.param"
+    text = param.read_text()
+    weights = random_weights(str(param), seed=7, input_shape=INPUT_SHAPES.get(model, (3, 224, 224)))
+    inputs, outputs = parse_param(param)
+    net = ncnn_c.Net()
+    for k, v in FP32_FLAGS.items():
+        setattr(net.opt, k, v)
+    net.opt.num_threads = 1
+    assert net.load_param_mem(text) == 0 and net.load_model_mem(weights) == 0
+    g = np.random.default_rng(0)
+    arrays = [g.standard_normal(s).astype(np.float32) for _, s in inputs]
+    results = []
+    for _ in range(2):  # numpy (recorded, the plan checked against it), then the plan
+        ex = net.create_extractor()
+        for (name, _), a in zip(inputs, arrays, strict=True):
+            ex.input(name, ncnn_c.Mat(a))
+        outs = []
+        for name, _ in outputs:
+            ret, m = ex.extract(name)
+            assert ret == 0
+            outs.append(np.array(m.numpy(), copy=True))
+        results.append(outs)
+    (plan,) = [p for ps in net._native_plans._plans.values() for p in ps]
+    numpy_layers = [net._layers[s.layer].type for s in plan._segments if s.layer >= 0]
+    assert numpy_layers == NUMPY_LAYERS.get(model, [])
+    for (name, typ), got, ref in zip(outputs, results[1], results[0], strict=True):
+        if "Detection" not in typ:
+            assert_close(got, ref, 1e-4, f"{model}:{name}")
