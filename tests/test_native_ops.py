@@ -123,6 +123,14 @@ def _in(c: int, h: int, w: int) -> str:
     return IN.format(w=w, h=h, c=c)
 
 
+def _front(shape: tuple[int, int, int], cout: int) -> tuple[list[str], str]:
+    """An Input of ``shape`` and, with ``cout``, a 1x1 convolution to ``cout`` channels after
+    it: (the lines, the blob the layer under test reads)."""
+    if not cout:
+        return [_in(*shape)], "data"
+    return [_in(*shape), conv("c", "data", "a", shape[0], cout)], "a"
+
+
 # -- data movement --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "cin, cout, params",
@@ -135,11 +143,7 @@ def _in(c: int, h: int, w: int) -> str:
     ],
 )
 def test_shufflechannel(tmp_path, layout, cin, cout, params):
-    lines = [_in(cin, 9, 7)]
-    src = "data"
-    if cout:
-        lines.append(conv("c", "data", "a", cin, cout))
-        src = "a"
+    lines, src = _front((cin, 9, 7), cout)
     lines.append(f"ShuffleChannel s 1 1 {src} out {params}")
     check(tmp_path, lines, {"data": (cin, 9, 7)}, ["out"])
 
@@ -156,11 +160,7 @@ def test_shufflechannel(tmp_path, layout, cin, cout, params):
     ],
 )
 def test_slice(tmp_path, layout, cout, params, shape):
-    lines = [_in(*shape)]
-    src = "data"
-    if cout:
-        lines.append(conv("c", "data", "a", shape[0], cout))
-        src = "a"
+    lines, src = _front(shape, cout)
     n = 3 if "-23300=3" in params or "2=-24" in params else 2
     tops = [f"o{i}" for i in range(n)]
     lines.append(f"Slice s 1 {n} {src} {' '.join(tops)} {params}")
@@ -180,11 +180,7 @@ def test_slice(tmp_path, layout, cout, params, shape):
 )
 def test_crop(tmp_path, layout, cout, params):
     shape = (8, 10, 10)
-    lines = [_in(*shape)]
-    src = "data"
-    if cout:
-        lines.append(conv("c", "data", "a", shape[0], cout))
-        src = "a"
+    lines, src = _front(shape, cout)
     lines.append(f"Crop cr 1 1 {src} out {params}")
     check(tmp_path, lines, {"data": shape}, ["out"])
 
@@ -251,11 +247,7 @@ def test_interp(tmp_path, layout, params, shape, numpy_layers):
 @pytest.mark.parametrize("cout", [0, 24])
 def test_permute_3d(tmp_path, layout, order, cout):
     shape = (6, 5, 4)
-    lines = [_in(*shape)]
-    src = "data"
-    if cout:
-        lines.append(conv("c", "data", "a", shape[0], cout))
-        src = "a"
+    lines, src = _front(shape, cout)
     lines.append(f"Permute p 1 1 {src} out 0={order}")
     check(tmp_path, lines, {"data": shape}, ["out"])
 

@@ -169,7 +169,6 @@ _TAGS = {
     4: ("abcd", "aBcd16b", "aBcd8b", "aBcd4b", "acdb"),
 }
 _BLOCK = {"aBc16b": 16, "aBc8b": 8, "aBc4b": 4, "aBcd16b": 16, "aBcd8b": 8, "aBcd4b": 4}
-_FLT_MAX = 3.4028234663852886e38
 
 
 # ncnn activation_type -> oneDNN eltwise post-op
@@ -343,7 +342,6 @@ class NativePlan:
             for b in layers[li].bottoms:
                 consumers[b] = consumers.get(b, 0) + 1
                 readers.setdefault(b, []).append(li)
-        self._consumers = consumers
         self._producer_of = {t: li for li in order for t in layers[li].tops}
         chains = self._chains(order, layers, consumers, readers)
         pad_folds = self._pad_folds(order, layers, consumers, readers)
