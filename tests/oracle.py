@@ -317,7 +317,9 @@ def run_layer(layer_type: str, params: dict, weights, inputs, n_outputs: int = 1
     ret = layer.create_pipeline(opt)
     if ret != 0:
         return ret, []
-    bottoms = [Mat(np.ascontiguousarray(x, dtype=np.float32)) for x in inputs]
+    # copies: Mat(array) wraps the array's memory (as ncnn does), and an in-place forward
+    # would change the caller's inputs, which the other paths then read
+    bottoms = [Mat(np.array(x, dtype=np.float32, copy=True)) for x in inputs]
     if layer.one_blob_only:
         if inplace:
             ret = layer.forward_inplace(bottoms[0], opt)

@@ -1915,6 +1915,7 @@ def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
     check.opt = ex.opt.copy()
     for i, m in inputs.items():
         check._mats[i] = m
+        check._shared.add(i)  # the caller's Mat (maybe over the caller's array): in-place layers copy first
     got: dict[int, np.ndarray] = {}
     with plan.lock:
         ret = plan.run(check, opts, ex.opt.num_threads, got)
