@@ -62,13 +62,17 @@ def test_quantize_ties_and_specials_against_ncnn():
     check_layer("Quantize", {0: 1}, [(np.ones(1, np.float32), 1)], [v], paths=PATHS, tol=0.0)
 
 
-@pytest.mark.parametrize("scale_size,bias_size", [(1, "c"), (1, 1), (1, 0), ("c", "c"), ("c", 1), ("c", 0)])
+_DEQ_SIZES = [(1, "c"), (1, 1), (1, 0), ("c", "c"), ("c", 1), ("c", 0)]
+_DEQ_SHAPES = [s for s in SHAPES if s[0] not in (256, 255)] + [(48, 13, 11), (48, 127)]
+
+
+# a 1-D blob takes one scale and one bias: per-channel sizes only for 2-D and 3-D blobs
 @pytest.mark.parametrize(
-    "shape", [s for s in SHAPES if s[0] not in (256, 255)] + [(48, 13, 11), (48, 127)], ids=str
+    "shape,scale_size,bias_size",
+    [(s, a, b) for s in _DEQ_SHAPES for a, b in _DEQ_SIZES if len(s) > 1 or "c" not in (a, b)],
+    ids=str,
 )
 def test_dequantize(shape, scale_size, bias_size):
-    if len(shape) == 1 and "c" in (scale_size, bias_size):
-        pytest.skip("a 1-D blob takes one scale and one bias")
     g = rng("dequantize", shape, scale_size, bias_size)
     c = _rows(shape)
     ns = c if scale_size == "c" else 1
