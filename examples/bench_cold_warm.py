@@ -85,6 +85,7 @@ def main() -> int:
     args = ap.parse_args()
     param = os.path.join(MODELS, "squeezenet_v1.1.param")
     weights = os.path.join(MODELS, "squeezenet_v1.1.bin")
+    load_before = "/".join(f"{v:.2f}" for v in os.getloadavg())
     with tempfile.TemporaryDirectory() as tmp:
         store = "sqlite:///" + os.path.join(tmp, "pipelines.sqlite3").lstrip("/")
         cold, warm, ref = [], [], []
@@ -108,6 +109,10 @@ def main() -> int:
     ratio = med(warm, "load_model") / med(ref, "load_model")
     print(f"warm load_model / PyPI ncnn load_model = {ratio:.2f}  (target <= 1.00)")
     print(f"cold load_model / warm load_model      = {med(cold, 'load_model') / med(warm, 'load_model'):.2f}")
+    load_after = "/".join(f"{v:.2f}" for v in os.getloadavg())
+    print(
+        f"medians of {args.repeat} fresh processes each; load average (1/5/15 min) before {load_before}, after {load_after}"
+    )
     return 0
 
 
