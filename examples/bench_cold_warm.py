@@ -83,6 +83,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    import importlib.util
+
+    if importlib.util.find_spec("ncnn") is None:  # say so before minutes of ncnn_c runs
+        print(
+            "bench_cold_warm: the PyPI ncnn is not installed (pip install ncnn): nothing to compare with",
+            file=sys.stderr,
+        )
+        return 1
     param = os.path.join(MODELS, "squeezenet_v1.1.param")
     weights = os.path.join(MODELS, "squeezenet_v1.1.bin")
     load_before = "/".join(f"{v:.2f}" for v in os.getloadavg())
