@@ -1,0 +1,136 @@
+"""Convolution3D: convolution over d, h, w of a 4-D blob (fp32), and the N-D grouped
+convolution its depthwise form and ConvolutionDepthWise1D reuse (they set ``AXES`` and add
+param 7 = group).
+
+Padding and output size come from ``Window`` (_geometry.py); the taps of every window are
+gathered into one (group, inch_g * maxk, outsize) matrix and multiplied by the weights
+stored [num_output][num_input / group][kd][kh][kw] — one product per group.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+import numpy as np
+
+from . import Param
+from ._fused_activation import check_activation, fused_activation
+from ._geometry import WeightBias, Window, show
+from ._window_nd import create_top, pad_nd, taps
+
+log = logging.getLogger("ncnn_c")
+
+
+class Convolution3D(Window, WeightBias):
+    AXES = "dhw"
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(0, "num_output", 0),
+        Param(1, "kernel_w", 0),
+        Param(2, "dilation_w", 1),
+        Param(3, "stride_w", 1),
+        Param(4, "pad_left", 0),
+        Param(5, "bias_term", 0),
+        Param(6, "weight_data_size", 0),
+        Param(9, "activation_type", 0),
+        Param(10, "activation_params", kind="floats"),
+        Param(11, "kernel_h", "kernel_w"),
+        Param(12, "dilation_h", "dilation_w"),
+        Param(13, "stride_h", "stride_w"),
+        Param(14, "pad_top", "pad_left"),
+        Param(15, "pad_right", "pad_left"),
+        Param(16, "pad_bottom", "pad_top"),
+        Param(24, "pad_front", "pad_left"),
+        Param(17, "pad_behind", "pad_front"),
+        Param(18, "pad_value", 0.0),
+        Param(21, "kernel_d", "kernel_w"),
+        Param(22, "dilation_d", "dilation_w"),
+        Param(23, "stride_d", "stride_w"),
+    )
+    # Convolution3D is the one-group case
+    group: int = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = True
+        self.support_inplace = False
+        self._weight: np.ndarray | None = None  # (group, outch_g, inch_g * maxk)
+        self._bias: np.ndarray | None = None
+
+    def _reject(self, key: str, why: str) -> int:
+        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, key, why)
+        return -1
+
+    def check_params(self) -> int:
+        if check_activation(self) != 0:
+            return -1
+        for name in ("kernel", "dilation", "stride"):
+            for a, v in zip(self.AXES, self._per_axis(name), strict=True):
+                if v <= 0:
+                    return self._reject(f"{name}_{a}", f"must be positive, got {v}")
+        if getattr(self, "dynamic_weight", 0):
+            return self._reject("dynamic_weight", "is not supported")
+        if self.group <= 0:
+            return self._reject("group", f"must be positive, got {self.group}")
+        if self.num_output <= 0 or self.num_output % self.group:
+            return self._reject("num_output", f"{self.num_output} does not split into {self.group} groups")
+        maxk = int(np.prod(self._per_axis("kernel")))
+        if self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
+            return self._reject(
+                "weight_data_size",
+                f"{self.weight_data_size} does not fit num_output {self.num_output} x kernel "
+                f"{show(self._per_axis('kernel'))}",
+            )
+        return 0
+
+    def _prepare(self) -> None:
+        w = np.ascontiguousarray(self.weight_data.tensor(), dtype=np.float32).reshape(-1)
+        self._weight = w.reshape(self.group, self.num_output // self.group, -1)
+        self._bias = (
+            np.asarray(self.bias_data.tensor(), dtype=np.float32).reshape(-1) if self.bias_term else None
+        )
+
+    def forward(self, bottom, top, opt) -> int:
+        if self._weight is None:
+            self._prepare()
+        assert self._weight is not None
+        ndim = len(self.AXES) + 1
+        if bottom.dims != ndim or bottom.elempack != 1:
+            log.error(
+                "%s %r: needs a %d-D fp32 blob with elempack 1, got dims %d elempack %d",
+                self.type,
+                self.name,
+                ndim,
+                bottom.dims,
+                bottom.elempack,
+            )
+            return -1
+        x = np.asarray(bottom.tensor(), dtype=np.float32)
+        kernel = self._per_axis("kernel")
+        maxk = int(np.prod(kernel))
+        g, outch_g, k_in = self._weight.shape
+        inch_g = k_in // maxk
+        if x.shape[0] != g * inch_g:
+            log.error(
+                "%s %r: %d input channels, weights expect %d", self.type, self.name, x.shape[0], g * inch_g
+            )
+            return -1
+        size = x.shape[1:]
+        pads = self.pads(size)
+        out = self.output_shape(size, pads)
+        if out is None:
+            return -1
+        xp = pad_nd(x, pads, self.pad_value)
+        cols = np.stack(
+            list(taps(xp, kernel, self._per_axis("dilation"), self._per_axis("stride"), out)), axis=1
+        )
+        n = int(np.prod(out))
+        y = np.matmul(self._weight, cols.reshape(g, inch_g * maxk, n)).reshape(self.num_output, n)
+        if self._bias is not None:
+            y += self._bias[:, None]
+        fused_activation(y, self.activation_type, self.activation_params)
+        dst = create_top(top, (self.num_output, *out), opt)
+        if dst is None:
+            return -100
+        dst[...] = y.reshape(dst.shape)
+        return 0

@@ -1,0 +1,28 @@
+"""ConvolutionDepthWise1D: grouped convolution along w of a 2-D blob (h = channels), the
+N-D grouped convolution of Convolution3D with one spatial axis."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from . import Param
+from .convolution3d import Convolution3D
+
+
+class ConvolutionDepthWise1D(Convolution3D):
+    AXES = "w"
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(0, "num_output", 0),
+        Param(1, "kernel_w", 0),
+        Param(2, "dilation_w", 1),
+        Param(3, "stride_w", 1),
+        Param(4, "pad_left", 0),
+        Param(5, "bias_term", 0),
+        Param(6, "weight_data_size", 0),
+        Param(7, "group", 1),
+        Param(9, "activation_type", 0),
+        Param(10, "activation_params", kind="floats"),
+        Param(15, "pad_right", "pad_left"),
+        Param(18, "pad_value", 0.0),
+        Param(19, "dynamic_weight", 0),
+    )

@@ -1,0 +1,55 @@
+"""ConvolutionDepthWise1D against the PyPI ncnn oracle: depthwise and grouped cases over
+ncnn's test_convolutiondepthwise1d geometry (kernel, dilation, stride, pads, SAME, pad_value),
+activations, bad params, and one run inside a Vulkan net."""
+
+from __future__ import annotations
+
+import pytest
+from _vulkan_sandwich import check_in_vulkan_net
+from _window_nd_cases import ACTIVATIONS, TOL, check_rejected, conv_case, with_activation
+from oracle import check_layer
+
+GEOMETRY = [
+    ({0: 4, 1: 1, 7: 4}, (4, 9)),
+    ({0: 6, 1: 3, 4: 1, 7: 6}, (6, 20)),
+    ({0: 8, 1: 4, 3: 2, 2: 2, 7: 2}, (4, 17)),  # grouped, strided, dilated
+    ({0: 6, 1: 3, 4: 2, 15: 0, 18: -0.5, 7: 3}, (3, 11)),  # asymmetric pads, pad_value, 2 per channel
+    ({0: 4, 1: 4, 3: 2, 4: -233, 7: 4}, (4, 17)),
+    ({0: 4, 1: 4, 3: 3, 4: -234, 7: 4}, (4, 17)),
+    ({0: 16, 1: 5, 4: 2, 7: 16}, (16, 227)),
+]
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("geom", GEOMETRY, ids=lambda g: str(g[0]))
+def test_convolutiondepthwise1d_geometry(geom, bias):
+    params, shape = geom
+    check_layer("ConvolutionDepthWise1D", *conv_case("ConvolutionDepthWise1D", params, shape, bias), tol=TOL)
+
+
+@pytest.mark.parametrize("act", sorted(ACTIVATIONS), ids=lambda a: f"act{a}")
+def test_convolutiondepthwise1d_activation(act):
+    params = with_activation({0: 4, 1: 3, 4: 1, 7: 4}, act)
+    check_layer(
+        "ConvolutionDepthWise1D", *conv_case("ConvolutionDepthWise1D", params, (4, 15), scale=4.0), tol=TOL
+    )
+
+
+@pytest.mark.parametrize(
+    "params,shape,key",
+    [
+        ({0: 4, 1: 3, 6: 13, 7: 4}, (4, 8), "weight_data_size"),
+        ({0: 4, 1: 3, 6: 12, 7: 4, 3: 0}, (4, 8), "stride_w"),
+        ({0: 4, 1: 3, 6: 12, 7: 4, 19: 1}, (4, 8), "dynamic_weight"),
+        ({0: 4, 1: 3, 6: 12, 7: 4}, (4, 2, 8), "2-D"),
+    ],
+    ids=str,
+)
+def test_convolutiondepthwise1d_rejects(params, shape, key, caplog):
+    check_rejected("ConvolutionDepthWise1D", params, [([0.0] * params[6], 0)], shape, key, caplog)
+
+
+@pytest.mark.gpu
+def test_convolutiondepthwise1d_in_vulkan_net():
+    case = conv_case("ConvolutionDepthWise1D", {0: 4, 1: 3, 4: 1, 7: 4}, (4, 15))
+    check_in_vulkan_net("ConvolutionDepthWise1D", *case)
