@@ -1,0 +1,191 @@
+"""Deconvolution3D: transposed convolution over d, h, w of a 4-D blob (fp32), and the N-D
+grouped form that DeconvolutionDepthWise3D, Deconvolution1D and DeconvolutionDepthWise1D
+reuse (they set ``AXES`` and add param 7 = group).
+
+One product per group gives every input cell's contribution to each kernel tap; the taps are
+then added into the full output with one strided slice-add each (as Deconvolution does in
+2-D). The full size is ``_geometry.transposed_shape``; it is cropped as ncnn's cut_padding
+does: by the pads when one is positive, else to ``output_<axis>`` (all of them set) with
+SAME pads (-233 puts the odd cut after, -234 before), else not at all. Weights are stored
+[group][num_output / group][num_input / group][kd][kh][kw].
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import ClassVar
+
+import numpy as np
+
+from . import Param
+from ._fused_activation import check_activation, fused_activation
+from ._geometry import PAD_SAME_LOWER, PAD_SAME_UPPER, WeightBias, Window, show, transposed_shape
+from ._window_nd import create_top
+
+log = logging.getLogger("ncnn_c")
+
+OUTPUT_PAD_NAMES = {"d": "output_pad_behind", "h": "output_pad_bottom", "w": "output_pad_right"}
+
+
+class Deconvolution3D(Window, WeightBias):
+    AXES = "dhw"
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(0, "num_output", 0),
+        Param(1, "kernel_w", 0),
+        Param(2, "dilation_w", 1),
+        Param(3, "stride_w", 1),
+        Param(4, "pad_left", 0),
+        Param(5, "bias_term", 0),
+        Param(6, "weight_data_size", 0),
+        Param(9, "activation_type", 0),
+        Param(10, "activation_params", kind="floats"),
+        Param(11, "kernel_h", "kernel_w"),
+        Param(12, "dilation_h", "dilation_w"),
+        Param(13, "stride_h", "stride_w"),
+        Param(14, "pad_top", "pad_left"),
+        Param(15, "pad_right", "pad_left"),
+        Param(16, "pad_bottom", "pad_top"),
+        Param(24, "pad_front", "pad_left"),
+        Param(17, "pad_behind", "pad_front"),
+        Param(18, "output_pad_right", 0),
+        Param(19, "output_pad_bottom", "output_pad_right"),
+        Param(20, "output_pad_behind", "output_pad_right"),
+        Param(21, "kernel_d", "kernel_w"),
+        Param(22, "dilation_d", "dilation_w"),
+        Param(23, "stride_d", "stride_w"),
+        Param(25, "output_w", 0),
+        Param(26, "output_h", "output_w"),
+        Param(27, "output_d", "output_w"),
+    )
+    # Deconvolution3D is the one-group case
+    group: int = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.one_blob_only = True
+        self.support_inplace = False
+        self._wt: np.ndarray | None = None  # (group, outch_g * maxk, inch_g)
+        self._bias: np.ndarray | None = None
+
+    def _reject(self, key: str, why: str) -> int:
+        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, key, why)
+        return -1
+
+    def check_params(self) -> int:
+        if check_activation(self) != 0:
+            return -1
+        for name in ("kernel", "dilation", "stride"):
+            for a, v in zip(self.AXES, self._per_axis(name), strict=True):
+                if v <= 0:
+                    return self._reject(f"{name}_{a}", f"must be positive, got {v}")
+        for a in self.AXES:
+            if getattr(self, OUTPUT_PAD_NAMES[a]) < 0:
+                return self._reject(OUTPUT_PAD_NAMES[a], "must not be negative")
+        pads = self.explicit_pads()
+        if any(p < 0 and p not in (PAD_SAME_UPPER, PAD_SAME_LOWER) for p in pads) or (
+            any(p > 0 for p in pads) and any(p < 0 for p in pads)
+        ):
+            return self._reject("pad", f"values {pads} are not supported")
+        if getattr(self, "dynamic_weight", 0):
+            return self._reject("dynamic_weight", "is not supported")
+        if self.group <= 0:
+            return self._reject("group", f"must be positive, got {self.group}")
+        if self.num_output <= 0 or self.num_output % self.group:
+            return self._reject("num_output", f"{self.num_output} does not split into {self.group} groups")
+        maxk = int(np.prod(self._per_axis("kernel")))
+        if self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
+            return self._reject(
+                "weight_data_size",
+                f"{self.weight_data_size} does not fit num_output {self.num_output} x kernel "
+                f"{show(self._per_axis('kernel'))}",
+            )
+        return 0
+
+    def _prepare(self) -> None:
+        g, maxk = self.group, int(np.prod(self._per_axis("kernel")))
+        outch_g = self.num_output // g
+        w = np.ascontiguousarray(self.weight_data.tensor(), dtype=np.float32).reshape(g, outch_g, -1, maxk)
+        self._wt = np.ascontiguousarray(w.transpose(0, 1, 3, 2)).reshape(g, outch_g * maxk, -1)
+        self._bias = (
+            np.asarray(self.bias_data.tensor(), dtype=np.float32).reshape(-1) if self.bias_term else None
+        )
+
+    def crop(self, full: tuple[int, ...]) -> tuple[int, ...] | None:
+        """Flat (before, after) cuts of the full output per axis (ncnn's cut_padding); None,
+        logged, when they cannot work."""
+        pads = self.explicit_pads()
+        outs = self._per_axis("output", 0)
+        cut: tuple[int, ...] = (0,) * len(pads)
+        if any(p > 0 for p in pads):
+            cut = pads
+        elif all(o > 0 for o in outs):
+            extra = [f - o for f, o in zip(full, outs, strict=True)]
+            if min(extra) < 0:
+                self._reject(
+                    "output size", f"{show(outs)} is larger than the full deconvolution {show(full)}"
+                )
+                return None
+            if PAD_SAME_UPPER in pads:
+                cut = tuple(v for e in extra for v in (e // 2, e - e // 2))
+            elif PAD_SAME_LOWER in pads:
+                cut = tuple(v for e in extra for v in (e - e // 2, e // 2))
+            else:
+                # ncnn leaves the top empty here
+                self._reject("output size", "needs SAME pads (-233/-234)")
+                return None
+        if any(f - cut[2 * i] - cut[2 * i + 1] <= 0 for i, f in enumerate(full)):
+            self._reject("pad", f"values {cut} leave nothing of a {show(full)} output")
+            return None
+        return cut
+
+    def forward(self, bottom, top, opt) -> int:
+        if self._wt is None:
+            self._prepare()
+        assert self._wt is not None
+        ndim = len(self.AXES) + 1
+        if bottom.dims != ndim or bottom.elempack != 1:
+            log.error(
+                "%s %r: needs a %d-D fp32 blob with elempack 1, got dims %d elempack %d",
+                self.type,
+                self.name,
+                ndim,
+                bottom.dims,
+                bottom.elempack,
+            )
+            return -1
+        x = np.asarray(bottom.tensor(), dtype=np.float32)
+        g, rows, inch_g = self._wt.shape
+        if x.shape[0] != g * inch_g:
+            log.error(
+                "%s %r: %d input channels, weights expect %d", self.type, self.name, x.shape[0], g * inch_g
+            )
+            return -1
+        size = x.shape[1:]
+        kernel, dilation, stride = (
+            self._per_axis("kernel"),
+            self._per_axis("dilation"),
+            self._per_axis("stride"),
+        )
+        output_pads = tuple(int(getattr(self, OUTPUT_PAD_NAMES[a])) for a in self.AXES)
+        full = transposed_shape(size, self.extents(), stride, output_pads)
+        cut = self.crop(full)
+        if cut is None:
+            return -1
+        cols = np.matmul(self._wt, x.reshape(g, inch_g, -1)).reshape(self.num_output, *kernel, *size)
+        acc = np.zeros((self.num_output, *full), dtype=np.float32)
+        if self._bias is not None:
+            acc += self._bias.reshape((-1,) + (1,) * len(size))
+        for offs in itertools.product(*(range(k) for k in kernel)):
+            where = tuple(
+                slice(o * d, o * d + s * (n - 1) + 1, s)
+                for o, d, s, n in zip(offs, dilation, stride, size, strict=True)
+            )
+            acc[(slice(None),) + where] += cols[(slice(None),) + offs]
+        acc = acc[(slice(None),) + tuple(slice(cut[2 * i], f - cut[2 * i + 1]) for i, f in enumerate(full))]
+        dst = create_top(top, acc.shape, opt)
+        if dst is None:
+            return -100
+        dst[...] = acc
+        fused_activation(dst, self.activation_type, self.activation_params)
+        return 0
