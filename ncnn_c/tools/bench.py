@@ -11,6 +11,14 @@ max in ms on stdout, with the device that ran (``cpu`` when ``--device vulkan`` 
 GPU); a progress line on stderr when the run takes longer than a second and stderr is a
 terminal.
 
+``--llm``: MODEL.param is one of ncnn's LLM decoders (``benchmark/models/llm/*_decoder.ncnn.param``,
+blobs and protocol as ncnn's ``benchncnn_llm.cpp`` and ``docs/developer-guide/kvcache.md``): a
+prefill of ``--prefill`` tokens with an empty kv cache, then ``--decode`` single-token steps,
+each fed the kv cache the step before returned; the last position's hidden state goes through
+the ``*_proj_out.ncnn.param`` beside the decoder, when there is one, to the logits. Prints
+prefill and decode tokens/s (medians over the loops), then the PyPI ``ncnn``'s on the same
+files and weights, or a line saying it is not installed.
+
 Exit codes: 0 done, 1 the model failed to load or to run, 2 usage error.
 
 The helpers here (``input_specs``, ``make_inputs``, ``run_once``) take the library module as
@@ -166,12 +174,184 @@ def ran_on_gpu(net) -> bool:
     return bool(net.opt.use_vulkan_compute) and net.vulkan_device() is not None
 
 
+# (hidden_size, rope_half_dim) of ncnn's benchncnn_llm.cpp models, by file-name prefix; other
+# decoders: hidden size from the first RMSNorm, rope half dim half the first Reshape's width
+LLM_CONFIGS = {
+    "minicpm4_0.5b": (1024, 32),
+    "qwen2.5_0.5b": (896, 32),
+    "qwen3_0.6b": (1024, 64),
+    "hunyuan_0.5b": (1024, 64),
+    "tinyllama_1.1b": (2048, 32),
+    "llama3.2_1b": (2048, 32),
+    "youtu_llm_2b": (2048, 64),
+}
+
+
+class LLMSpec:
+    """What feeding an LLM decoder needs, read from its .param text: sizes and the kv-cache
+    blob names (each SDPA with 3 outputs: its last two inputs and outputs, in layer order)."""
+
+    def __init__(self, param: str) -> None:
+        layers = [line.split() for line in Path(param).read_text().splitlines()[2:] if line.strip()]
+        self.cache_in: list[str] = []
+        self.cache_out: list[str] = []
+        first: dict[str, list[str]] = {}
+        for p in layers:
+            first.setdefault(p[0], p)
+            nin, nout = int(p[2]), int(p[3])
+            if p[0] == "SDPA" and nout == 3:
+                self.cache_in += p[4 + nin - 2 : 4 + nin]
+                self.cache_out += p[4 + nin + 1 : 4 + nin + 3]
+        if not self.cache_in:
+            raise UsageError(f"{param}: no SDPA with a kv cache: not an LLM decoder")
+        known = [v for k, v in LLM_CONFIGS.items() if Path(param).name.startswith(k)]
+        if known:
+            self.hidden, self.rope_half = known[0]
+        else:
+            key = {kv.split("=")[0]: kv.split("=")[1] for kv in first["RMSNorm"][6:] if "=" in kv}
+            width = {kv.split("=")[0]: kv.split("=")[1] for kv in first["Reshape"][6:] if "=" in kv}
+            self.hidden, self.rope_half = int(key["0"]), int(width["0"]) // 2
+
+
+def llm_inputs(spec: LLMSpec, cur: int, past: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """in0..in3 of one step: token embeddings (cur, hidden), the causal mask (cur, past + cur),
+    rope cos / sin (cur, rope_half) at positions past.. (theta 1e6; the values do not matter to
+    the timing, real ones make the comparison mean something)."""
+    emb = rng.standard_normal((cur, spec.hidden)).astype(np.float32)
+    mask = np.zeros((cur, past + cur), np.float32)
+    for i in range(cur):
+        mask[i, past + i + 1 :] = -np.inf
+    inv = 1e6 ** (-np.arange(spec.rope_half, dtype=np.float64) / spec.rope_half)
+    angle = np.arange(past, past + cur)[:, None] * inv[None]
+    return [emb, mask, np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)]
+
+
+def llm_step(lib, decoder, proj_out, spec: LLMSpec, arrays, cache):
+    """One decoder run with ``lib``: (the last position's logits, or its hidden state without
+    proj_out, as a 1-D array; the new kv cache). ``cache`` None is the first step: every cache
+    input an empty Mat. The cache is extracted raw (type 1), in the backend's own layout."""
+    ex = decoder.create_extractor()
+    mats = [lib.Mat(a).clone() for a in arrays]  # held until the extracts are done
+    for name, m in zip(("in0", "in1", "in2", "in3"), mats, strict=True):
+        ex.input(name, m)
+    for i, name in enumerate(spec.cache_in):
+        ex.input(name, cache[i] if cache is not None else lib.Mat())
+    new_cache = []
+    for name in spec.cache_out:
+        ret, m = ex.extract(name, 1)
+        if ret != 0:
+            raise ModelError(f"extract({name!r}) failed ({ret})")
+        new_cache.append(m)
+    ret, hidden = ex.extract("out0")
+    if ret != 0:
+        raise ModelError(f"extract('out0') failed ({ret})")
+    last = np.array(hidden).reshape(-1, spec.hidden)[-1:].copy()
+    if proj_out is None:
+        return last.reshape(-1), new_cache
+    ex2 = proj_out.create_extractor()
+    m = lib.Mat(last).clone()
+    ex2.input("in0", m)
+    ret, logits = ex2.extract("out0")
+    if ret != 0:
+        raise ModelError(f"proj_out extract('out0') failed ({ret})")
+    return np.array(logits).reshape(-1).copy(), new_cache
+
+
+def llm_generate(lib, decoder, proj_out, spec: LLMSpec, prefill: int, decode: int, seed: int = 0):
+    """A prefill of ``prefill`` tokens and ``decode`` single-token steps: (the logits of every
+    step, the prefill's seconds, each decode step's seconds). The inputs depend on ``seed``
+    only, so two libraries see the same ones."""
+    rng = np.random.default_rng(seed)
+    outputs, times = [], []
+    cache, past = None, 0
+    for step in range(1 + decode):
+        cur = prefill if step == 0 else 1
+        arrays = llm_inputs(spec, cur, past, rng)
+        t0 = time.perf_counter()
+        logits, cache = llm_step(lib, decoder, proj_out, spec, arrays, cache)
+        times.append(time.perf_counter() - t0)
+        outputs.append(logits)
+        past += cur
+    return outputs, times[0], times[1:]
+
+
+def proj_out_path(param: str) -> Path | None:
+    """The ``*_proj_out.ncnn.param`` beside a ``*_decoder.ncnn.param``, if there is one."""
+    p = Path(param)
+    if "_decoder" not in p.name:
+        return None
+    q = p.with_name(p.name.replace("_decoder", "_proj_out"))
+    return q if q.is_file() else None
+
+
+def load_llm(lib, param: str, model: str | None, device: str, threads: int):
+    """(decoder, proj_out or None) loaded with ``lib`` in fp32; proj_out takes zero weights, or
+    the .bin beside it named like the decoder's (``_decoder`` -> ``_proj_out``)."""
+    nets = []
+    proj = proj_out_path(param)
+    for path, weights in ((param, model), (proj, None)):
+        if path is None:
+            nets.append(None)
+            continue
+        if path == proj and model is not None:
+            guess = Path(model).with_name(Path(model).name.replace("_decoder", "_proj_out"))
+            weights = str(guess) if guess.is_file() and guess != Path(model) else None
+        net = lib.Net()
+        net.opt.num_threads = threads
+        net.opt.use_vulkan_compute = device == "vulkan"
+        for key in ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic", "use_bf16_storage"):
+            setattr(net.opt, key, False)
+        if net.load_param(str(path)) != 0:
+            raise ModelError(f"cannot load {path}")
+        if net.load_model(weights if weights is not None else lib.DataReaderFromEmpty()) != 0:
+            raise ModelError(f"cannot load the weights {weights or '(zero weights)'} of {path}")
+        nets.append(net)
+    return nets[0], nets[1]
+
+
+def bench_llm_lib(lib, args, spec: LLMSpec) -> tuple[float, float]:
+    """(prefill tokens/s, decode tokens/s) of ``lib``: medians over ``args.loops`` runs."""
+    decoder, proj = load_llm(lib, args.param, args.model, args.device, args.threads)
+    prefill, decode = [], []
+    for i in range(args.warmup + args.loops):
+        _, t_prefill, t_decode = llm_generate(lib, decoder, proj, spec, args.prefill, args.decode)
+        if i >= args.warmup:
+            prefill.append(args.prefill / t_prefill)
+            decode.append(len(t_decode) / sum(t_decode) if t_decode else 0.0)
+    return statistics.median(prefill), statistics.median(decode)
+
+
+def bench_llm(args: argparse.Namespace) -> int:
+    """``bench --llm``: prefill and decode tokens/s, ncnn_c's and the PyPI ncnn's."""
+    import ncnn_c
+
+    if args.prefill < 1 or args.decode < 0:
+        raise UsageError("--prefill must be >= 1, --decode >= 0")
+    spec = LLMSpec(args.param)
+    name = Path(args.param).name.split(".ncnn")[0]
+    what = f"{args.prefill} prefill + {args.decode} decode tokens, {args.loops} loops, {args.threads} threads"
+    pre, dec = bench_llm_lib(ncnn_c, args, spec)
+    print(
+        f"{name}  ncnn_c     prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
+    )
+    try:
+        import ncnn
+    except ImportError:
+        print(f"{name}  PyPI ncnn  not installed (pip install ncnn to compare)")
+        return EXIT_OK
+    pre, dec = bench_llm_lib(ncnn, args, spec)
+    print(
+        f"{name}  PyPI ncnn  prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
+    )
+    return EXIT_OK
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("param", help="the .param file")
     p.add_argument("model", nargs="?", help="the .bin file (default: zero weights)")
     p.add_argument("--device", choices=("cpu", "vulkan"), default="cpu")
     p.add_argument("--threads", type=int, default=None, help="num_threads (default: every core, as ncnn)")
-    p.add_argument("--loops", type=int, default=10, help="timed runs (default 10)")
+    p.add_argument("--loops", type=int, default=None, help="timed runs (default 10; 1 with --llm)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     p.add_argument(
         "--input",
@@ -179,6 +359,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="WxHxC",
         help="input shape, W / WxH / WxHxC / WxHxDxC; once per input (default: the Input params)",
     )
+    p.add_argument("--llm", action="store_true", help="an LLM decoder: prefill and decode tokens/s")
+    p.add_argument("--prefill", type=int, default=16, help="--llm: prompt tokens (default 16)")
+    p.add_argument("--decode", type=int, default=16, help="--llm: decode steps (default 16)")
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -187,12 +370,16 @@ def bench(args: argparse.Namespace) -> int:
 
     if args.threads is None:
         args.threads = ncnn_c.Option().num_threads
+    if args.loops is None:
+        args.loops = 1 if args.llm else 10
     if args.loops < 1 or args.warmup < 0 or args.threads < 1:
         raise UsageError("--loops and --threads must be >= 1, --warmup >= 0")
     if not Path(args.param).is_file():
         raise UsageError(f"no such file: {args.param}")
     if args.model is not None and not Path(args.model).is_file():
         raise UsageError(f"no such file: {args.model}")
+    if args.llm:
+        return bench_llm(args)
     given = [parse_shape(s) for s in args.input] if args.input else None
     net = load_ncnn_c(args.param, args.model, args.device, args.threads)
     device = "vulkan" if ran_on_gpu(net) else "cpu"  # what ran, not what was asked for

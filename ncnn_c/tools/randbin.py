@@ -72,6 +72,7 @@ _ROLES: dict[str, tuple[str, ...]] = {
     "LayerNorm": ("scale", "shift"),
     "MultiHeadAttention": ("weight", "bias", "weight", "bias", "weight", "bias", "weight", "bias"),
     "Gemm": ("weight", "weight", "shift"),
+    "RMSNorm": ("scale",),
 }
 # layers whose int8_scale_term adds scales after their weights and bias
 _INT8_LAYERS = frozenset(("Convolution", "ConvolutionDepthWise", "InnerProduct"))
@@ -121,6 +122,8 @@ class _RecordingModelBin(ModelBin):
         if role == "weight":
             outputs = max(1, int(getattr(self.layer, "num_output", 0) or 0))
             fan_in = max(1, n // outputs)
+            if self.layer.type == "Gemm" and int(self.layer.constantK) > 0:
+                fan_in = int(self.layer.constantK)  # a constant A (M x K) or B (N x K)
             return g.standard_normal(n) * np.sqrt(_GAIN / fan_in)
         if role == "bias":
             return g.standard_normal(n) * 0.05
@@ -401,7 +404,13 @@ def random_weights(
         if layer.load_model(mb) != 0:
             raise ValueError(f"{param_path}: layer {layer.type} {layer.name!r} failed to load its weights")
     try:
-        gains, ranges = _calibrate(net, seed, input_shape)
+        # nothing to calibrate (an LLM decoder's Gemm / RMSNorm): no forward, whose inputs
+        # (token embeddings, mask, rope tables) the default image shape would not fit
+        measures = any(
+            li.type in _CALIBRATED or any(r in ("bottom scale", "top scale") for r in _roles(li))
+            for li in net.layers()
+        )
+        gains, ranges = _calibrate(net, seed, input_shape) if measures else ({}, {})
     except ValueError as e:
         shape = ",".join(map(str, input_shape))
         raise ValueError(

@@ -1,0 +1,147 @@
+"""ncnn's LLM decoders (benchmark/models/llm, copies in models/llm/) with random weights: a
+prefill of 16 tokens and 16 decode steps with the kv cache, fed as ncnn's benchncnn_llm.cpp
+and kvcache.md do (ncnn_c.tools.bench's llm_* helpers drive both libraries), each step's
+logits against the PyPI ncnn's. The caches are not compared: each backend returns them in its
+own layout (the PyPI ncnn's x86 SDPA keeps K transposed) and gets them back unchanged.
+
+CI runs the two-layer Qwen3 cut (models/llm/README in models/README.md) and every decoder cut
+to two layers at test time; the full Qwen3-0.6B decoder is a ``slow`` test."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import ncnn_c
+from ncnn_c.__main__ import main as cli
+from ncnn_c.tools.bench import LLMSpec, llm_generate, load_llm
+from ncnn_c.tools.randbin import random_weights
+
+ncnn = pytest.importorskip("ncnn")
+
+LLM = MODELS / "llm"
+REDUCED = "qwen3_0.6b_2layer"
+DECODERS = sorted(
+    p.name.split("_decoder")[0] for p in LLM.glob("*_decoder.ncnn.param") if "2layer" not in p.name
+)
+TOL_FP32 = 1e-3
+PREFILL, DECODE = 16, 16
+
+
+def _reducer():
+    spec = importlib.util.spec_from_file_location("reduce_decoder", LLM / "reduce_decoder.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.reduce_decoder
+
+
+def _model(tmp, name: str, proj_name: str | None = None, layers: int | None = None, fp16=False):
+    """The decoder param (cut to ``layers`` when given) and its proj_out, with random weights,
+    in ``tmp`` under the names bench's load_llm pairs: returns the decoder's (param, bin)."""
+    param = tmp / f"{name}_decoder.ncnn.param"
+    lines = (LLM / f"{name}_decoder.ncnn.param").read_text().splitlines(keepends=True)
+    param.write_text("".join(_reducer()(lines, layers) if layers else lines))
+    weights = tmp / f"{name}_decoder.ncnn.bin"
+    weights.write_bytes(random_weights(str(param), seed=0, fp16=fp16))
+    if proj_name is not None:
+        proj = tmp / f"{name}_proj_out.ncnn.param"
+        shutil.copy(LLM / f"{proj_name}_proj_out.ncnn.param", proj)
+        (tmp / f"{name}_proj_out.ncnn.bin").write_bytes(random_weights(str(proj), seed=1))
+    return str(param), str(weights)
+
+
+def _generate(lib, param: str, weights: str, device="cpu", decode=DECODE) -> list[np.ndarray]:
+    decoder, proj = load_llm(lib, param, weights, device, 2)
+    return llm_generate(lib, decoder, proj, LLMSpec(param), PREFILL, decode)[0]
+
+
+def _compare(ours: list[np.ndarray], theirs: list[np.ndarray], tol: float) -> list[float]:
+    """rel L2 of each step (prefill first); every step within ``tol``, none trivially small."""
+    assert len(ours) == len(theirs)
+    errors = []
+    for step, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a.shape == b.shape, (step, a.shape, b.shape)
+        assert np.isfinite(b).all() and float(np.std(b)) > 0.1, (step, "the oracle's logits say nothing")
+        errors.append(float(np.linalg.norm(a - b) / np.linalg.norm(b)))
+    assert max(errors) <= tol, [f"{e:.1e}" for e in errors]
+    return errors
+
+
+@pytest.fixture(scope="module")
+def reduced(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("llm")
+    return _model(tmp, REDUCED, REDUCED)
+
+
+@pytest.fixture(scope="module")
+def reduced_oracle(reduced):
+    return _generate(ncnn, *reduced)
+
+
+def test_reduced_decoder_cpu(reduced, reduced_oracle):
+    logits = _generate(ncnn_c, *reduced)
+    assert logits[0].shape == (4096,)  # the cut's proj_out keeps 4096 of the vocabulary
+    _compare(logits, reduced_oracle, TOL_FP32)
+
+
+def test_reduced_decoder_fp16_weights(tmp_path):
+    """fp16-stored weights (randbin --fp16, as ncnn2table writes them), fp32 arithmetic."""
+    param, weights = _model(tmp_path, REDUCED, REDUCED, fp16=True)
+    _compare(_generate(ncnn_c, param, weights), _generate(ncnn, param, weights), TOL_FP32)
+
+
+@pytest.mark.gpu
+def test_reduced_decoder_vulkan(reduced, reduced_oracle):
+    """fp32 options on the GPU (layers without a GPU form run on the CPU) against the PyPI
+    ncnn's CPU steps."""
+    if ncnn_c.get_gpu_count() == 0:
+        pytest.skip("no Vulkan device")
+    _compare(_generate(ncnn_c, *reduced, device="vulkan"), reduced_oracle, TOL_FP32)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_every_decoder_cut_to_two_layers(tmp_path, name):
+    """Every decoder of ncnn's benchmark (its own layer mix: Qwen3's q/k norms, MiniCPM4's
+    scaled residuals, Youtu's split rope heads), cut to two layers, last hidden state per
+    step (no proj_out: the vocabulary head is the same Gemm everywhere)."""
+    param, weights = _model(tmp_path, name, layers=2)
+    _compare(_generate(ncnn_c, param, weights), _generate(ncnn, param, weights), TOL_FP32)
+
+
+@pytest.mark.slow
+def test_full_qwen3_decoder(tmp_path):
+    """All 28 layers of Qwen3-0.6B (1.8 GB of fp32 weights), the cut's 4096-token proj_out."""
+    param, weights = _model(tmp_path, "qwen3_0.6b", REDUCED)
+    _compare(_generate(ncnn_c, param, weights), _generate(ncnn, param, weights), TOL_FP32)
+
+
+LINE = r"qwen3_0\.6b_2layer_decoder  {} +prefill = (\d+\.\d\d) tokens/s  decode = (\d+\.\d\d) tokens/s"
+
+
+def test_bench_llm(reduced, capsys):
+    args = ["bench", "--llm", *reduced, "--threads", "1", "--prefill", "4", "--decode", "2", "--warmup", "0"]
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    for lib in ("ncnn_c", "PyPI ncnn"):
+        m = re.search(LINE.format(re.escape(lib)), out)
+        assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, out
+    assert "(4 prefill + 2 decode tokens, 1 loops, 1 threads, cpu)" in out
+
+
+def test_bench_llm_without_pypi_ncnn(reduced, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ncnn", None)  # import ncnn raises ImportError
+    assert cli(["bench", "--llm", *reduced, "--threads", "1", "--prefill", "2", "--decode", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(LINE.format("ncnn_c"), out), out
+    assert "PyPI ncnn  not installed" in out
+
+
+def test_bench_llm_rejects_a_model_without_kv_cache(capsys):
+    assert cli(["bench", "--llm", str(MODELS / "squeezenet_v1.1.param")]) == 2
+    assert "not an LLM decoder" in capsys.readouterr().err
