@@ -284,29 +284,32 @@ def proj_out_path(param: str) -> Path | None:
     return q if q.is_file() else None
 
 
+def _load_fp32(lib, path, weights: str | None, device: str, threads: int):
+    """A ``lib`` Net with fp32 storage and arithmetic (zero weights when ``weights`` is None)."""
+    net = lib.Net()
+    net.opt.num_threads = threads
+    net.opt.use_vulkan_compute = device == "vulkan"
+    for key in ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic", "use_bf16_storage"):
+        setattr(net.opt, key, False)
+    if net.load_param(str(path)) != 0:
+        raise ModelError(f"cannot load {path}")
+    if net.load_model(weights if weights is not None else lib.DataReaderFromEmpty()) != 0:
+        raise ModelError(f"cannot load the weights {weights or '(zero weights)'} of {path}")
+    return net
+
+
 def load_llm(lib, param: str, model: str | None, device: str, threads: int):
     """(decoder, proj_out or None) loaded with ``lib`` in fp32; proj_out takes zero weights, or
-    the .bin beside it named like the decoder's (``_decoder`` -> ``_proj_out``)."""
-    nets = []
+    the .bin beside the decoder's named like it (``_decoder`` -> ``_proj_out``)."""
+    decoder = _load_fp32(lib, param, model, device, threads)
     proj = proj_out_path(param)
-    for path, weights in ((param, model), (proj, None)):
-        if path is None:
-            nets.append(None)
-            continue
-        if path == proj and model is not None:
-            guess = Path(model).with_name(Path(model).name.replace("_decoder", "_proj_out"))
-            weights = str(guess) if guess.is_file() and guess != Path(model) else None
-        net = lib.Net()
-        net.opt.num_threads = threads
-        net.opt.use_vulkan_compute = device == "vulkan"
-        for key in ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic", "use_bf16_storage"):
-            setattr(net.opt, key, False)
-        if net.load_param(str(path)) != 0:
-            raise ModelError(f"cannot load {path}")
-        if net.load_model(weights if weights is not None else lib.DataReaderFromEmpty()) != 0:
-            raise ModelError(f"cannot load the weights {weights or '(zero weights)'} of {path}")
-        nets.append(net)
-    return nets[0], nets[1]
+    if proj is None:
+        return decoder, None
+    weights = None
+    if model is not None and "_decoder" in Path(model).name:
+        guess = Path(model).with_name(Path(model).name.replace("_decoder", "_proj_out"))
+        weights = str(guess) if guess.is_file() else None
+    return decoder, _load_fp32(lib, proj, weights, device, threads)
 
 
 def bench_llm_lib(lib, args, spec: LLMSpec) -> tuple[float, float]:
