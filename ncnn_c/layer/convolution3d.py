@@ -4,7 +4,8 @@ param 7 = group).
 
 Padding and output size come from ``Window`` (_geometry.py); the taps of every window are
 gathered into one (group, inch_g * maxk, outsize) matrix and multiplied by the weights
-stored [num_output][num_input / group][kd][kh][kw] — one product per group.
+stored [num_output][num_input / group][kd][kh][kw] — one product per group. With
+dynamic_weight (ConvolutionDepthWise1D's param 19) the weights and bias come as input blobs.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ class Convolution3D(Window, WeightBias):
         Param(22, "dilation_d", "dilation_w"),
         Param(23, "stride_d", "stride_w"),
     )
-    # Convolution3D is the one-group case
+    # Convolution3D is the one-group case; only ConvolutionDepthWise1D has dynamic weights
     group: int = 1
+    dynamic_weight: int = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,13 +70,16 @@ class Convolution3D(Window, WeightBias):
             for a, v in zip(self.AXES, self._per_axis(name), strict=True):
                 if v <= 0:
                     return self._reject(f"{name}_{a}", f"must be positive, got {v}")
-        if getattr(self, "dynamic_weight", 0):
-            return self._reject("dynamic_weight", "is not supported")
+        if self.dynamic_weight:
+            # the weights (and bias) come as input blobs
+            self.one_blob_only = False
         if self.group <= 0:
             return self._reject("group", f"must be positive, got {self.group}")
         if self.num_output <= 0 or self.num_output % self.group:
             return self._reject("num_output", f"{self.num_output} does not split into {self.group} groups")
         maxk = int(np.prod(self._per_axis("kernel")))
+        if self.dynamic_weight:
+            return 0
         if self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
             return self._reject(
                 "weight_data_size",
@@ -91,9 +96,42 @@ class Convolution3D(Window, WeightBias):
         )
 
     def forward(self, bottom, top, opt) -> int:
+        if isinstance(bottom, list):
+            if self.dynamic_weight:
+                got = self._dynamic_weights(bottom)
+                if got is None:
+                    return -1
+                return self._forward(bottom[0], top[0], opt, *got)
+            bottom, top = bottom[0], top[0]
         if self._weight is None:
             self._prepare()
         assert self._weight is not None
+        return self._forward(bottom, top, opt, self._weight, self._bias, self._per_axis("kernel"))
+
+    def _dynamic_weights(self, bottoms) -> tuple[np.ndarray, np.ndarray | None, tuple[int, ...]] | None:
+        """(weight, bias, kernel) from the input blobs of dynamic_weight mode: the weight blob
+        is (num_output, num_input / group, kernel_w), the bias blob (num_output,)."""
+        need = 3 if self.bias_term else 2
+        if len(bottoms) < need or bottoms[1].dims != 3:
+            self._reject("dynamic_weight", f"needs {need} inputs with a 3-D weight blob")
+            return None
+        wm = np.asarray(bottoms[1].tensor(), dtype=np.float32)
+        outch, _, kw = wm.shape
+        if outch % self.group:
+            self._reject("dynamic_weight", f"blob of {outch} outputs for {self.group} groups")
+            return None
+        weight = np.ascontiguousarray(wm).reshape(self.group, outch // self.group, -1)
+        bias = None
+        if self.bias_term:
+            bias = np.asarray(bottoms[2].tensor(), dtype=np.float32).reshape(-1)
+            if bias.size != outch:
+                self._reject("dynamic_weight", f"bias blob of {bias.size} values for {outch} outputs")
+                return None
+        return weight, bias, (kw,)
+
+    def _forward(
+        self, bottom, top, opt, weight: np.ndarray, bias: np.ndarray | None, kernel: tuple[int, ...]
+    ) -> int:
         ndim = len(self.AXES) + 1
         if bottom.dims != ndim or bottom.elempack != 1:
             log.error(
@@ -106,9 +144,8 @@ class Convolution3D(Window, WeightBias):
             )
             return -1
         x = np.asarray(bottom.tensor(), dtype=np.float32)
-        kernel = self._per_axis("kernel")
         maxk = int(np.prod(kernel))
-        g, outch_g, k_in = self._weight.shape
+        g, outch_g, k_in = weight.shape
         inch_g = k_in // maxk
         if x.shape[0] != g * inch_g:
             log.error(
@@ -116,8 +153,8 @@ class Convolution3D(Window, WeightBias):
             )
             return -1
         size = x.shape[1:]
-        pads = self.pads(size)
-        out = self.output_shape(size, pads)
+        pads = self.pads(size, kernel)
+        out = self.output_shape(size, pads, kernel)
         if out is None:
             return -1
         xp = pad_nd(x, pads, self.pad_value)
@@ -125,11 +162,12 @@ class Convolution3D(Window, WeightBias):
             list(taps(xp, kernel, self._per_axis("dilation"), self._per_axis("stride"), out)), axis=1
         )
         n = int(np.prod(out))
-        y = np.matmul(self._weight, cols.reshape(g, inch_g * maxk, n)).reshape(self.num_output, n)
-        if self._bias is not None:
-            y += self._bias[:, None]
+        outch = g * outch_g
+        y = np.matmul(weight, cols.reshape(g, inch_g * maxk, n)).reshape(outch, n)
+        if bias is not None:
+            y += bias[:, None]
         fused_activation(y, self.activation_type, self.activation_params)
-        dst = create_top(top, (self.num_output, *out), opt)
+        dst = create_top(top, (outch, *out), opt)
         if dst is None:
             return -100
         dst[...] = y.reshape(dst.shape)

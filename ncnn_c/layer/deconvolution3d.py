@@ -7,7 +7,9 @@ then added into the full output with one strided slice-add each (as Deconvolutio
 2-D). The full size is ``_geometry.transposed_shape``; it is cropped as ncnn's cut_padding
 does: by the pads when one is positive, else to ``output_<axis>`` (all of them set) with
 SAME pads (-233 puts the odd cut after, -234 before), else not at all. Weights are stored
-[group][num_output / group][num_input / group][kd][kh][kw].
+[group][num_output / group][num_input / group][kd][kh][kw]; with dynamic_weight (the 1-D
+forms' param 28) they come as an input blob [num_input][num_output / group][kw], and the
+bias as another.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ class Deconvolution3D(Window, WeightBias):
         Param(26, "output_h", "output_w"),
         Param(27, "output_d", "output_w"),
     )
-    # Deconvolution3D is the one-group case
+    # Deconvolution3D is the one-group case; only the 1-D forms have dynamic weights
     group: int = 1
+    dynamic_weight: int = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -87,13 +90,16 @@ class Deconvolution3D(Window, WeightBias):
             any(p > 0 for p in pads) and any(p < 0 for p in pads)
         ):
             return self._reject("pad", f"values {pads} are not supported")
-        if getattr(self, "dynamic_weight", 0):
-            return self._reject("dynamic_weight", "is not supported")
+        if self.dynamic_weight:
+            # the weights (and bias) come as input blobs
+            self.one_blob_only = False
         if self.group <= 0:
             return self._reject("group", f"must be positive, got {self.group}")
         if self.num_output <= 0 or self.num_output % self.group:
             return self._reject("num_output", f"{self.num_output} does not split into {self.group} groups")
         maxk = int(np.prod(self._per_axis("kernel")))
+        if self.dynamic_weight:
+            return 0
         if self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
             return self._reject(
                 "weight_data_size",
@@ -140,9 +146,45 @@ class Deconvolution3D(Window, WeightBias):
         return cut
 
     def forward(self, bottom, top, opt) -> int:
+        if isinstance(bottom, list):
+            if self.dynamic_weight:
+                got = self._dynamic_weights(bottom)
+                if got is None:
+                    return -1
+                return self._forward(bottom[0], top[0], opt, *got)
+            bottom, top = bottom[0], top[0]
         if self._wt is None:
             self._prepare()
         assert self._wt is not None
+        return self._forward(bottom, top, opt, self._wt, self._bias, self._per_axis("kernel"))
+
+    def _dynamic_weights(self, bottoms) -> tuple[np.ndarray, np.ndarray | None, tuple[int, ...]] | None:
+        """(wt, bias, kernel) from the input blobs of dynamic_weight mode: the weight blob is
+        (num_input, num_output / group, kernel_w), num_input running over the groups; the bias
+        blob (num_output,)."""
+        need = 3 if self.bias_term else 2
+        if len(bottoms) < need or bottoms[1].dims != 3:
+            self._reject("dynamic_weight", f"needs {need} inputs with a 3-D weight blob")
+            return None
+        wm = np.asarray(bottoms[1].tensor(), dtype=np.float32)
+        inch, outch_g, kw = wm.shape
+        g = self.group
+        if inch % g:
+            self._reject("dynamic_weight", f"blob of {inch} inputs for {g} groups")
+            return None
+        w = wm.reshape(g, inch // g, outch_g, kw)
+        wt = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(g, outch_g * kw, inch // g)
+        bias = None
+        if self.bias_term:
+            bias = np.asarray(bottoms[2].tensor(), dtype=np.float32).reshape(-1)
+            if bias.size != g * outch_g:
+                self._reject("dynamic_weight", f"bias blob of {bias.size} values for {g * outch_g} outputs")
+                return None
+        return wt, bias, (kw,)
+
+    def _forward(
+        self, bottom, top, opt, wt: np.ndarray, bias: np.ndarray | None, kernel: tuple[int, ...]
+    ) -> int:
         ndim = len(self.AXES) + 1
         if bottom.dims != ndim or bottom.elempack != 1:
             log.error(
@@ -155,27 +197,24 @@ class Deconvolution3D(Window, WeightBias):
             )
             return -1
         x = np.asarray(bottom.tensor(), dtype=np.float32)
-        g, rows, inch_g = self._wt.shape
+        g, rows, inch_g = wt.shape
         if x.shape[0] != g * inch_g:
             log.error(
                 "%s %r: %d input channels, weights expect %d", self.type, self.name, x.shape[0], g * inch_g
             )
             return -1
         size = x.shape[1:]
-        kernel, dilation, stride = (
-            self._per_axis("kernel"),
-            self._per_axis("dilation"),
-            self._per_axis("stride"),
-        )
+        dilation, stride = self._per_axis("dilation"), self._per_axis("stride")
         output_pads = tuple(int(getattr(self, OUTPUT_PAD_NAMES[a])) for a in self.AXES)
-        full = transposed_shape(size, self.extents(), stride, output_pads)
+        full = transposed_shape(size, self.extents(kernel), stride, output_pads)
         cut = self.crop(full)
         if cut is None:
             return -1
-        cols = np.matmul(self._wt, x.reshape(g, inch_g, -1)).reshape(self.num_output, *kernel, *size)
-        acc = np.zeros((self.num_output, *full), dtype=np.float32)
-        if self._bias is not None:
-            acc += self._bias.reshape((-1,) + (1,) * len(size))
+        outch = g * rows // int(np.prod(kernel))
+        cols = np.matmul(wt, x.reshape(g, inch_g, -1)).reshape(outch, *kernel, *size)
+        acc = np.zeros((outch, *full), dtype=np.float32)
+        if bias is not None:
+            acc += bias.reshape((-1,) + (1,) * len(size))
         for offs in itertools.product(*(range(k) for k in kernel)):
             where = tuple(
                 slice(o * d, o * d + s * (n - 1) + 1, s)

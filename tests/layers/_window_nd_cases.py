@@ -40,3 +40,23 @@ def check_rejected(layer_type: str, params: dict, weights, shape, key: str, capl
     assert ret != 0
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(lines) == 1 and layer_type in lines[0] and key in lines[0], lines
+
+
+def check_dynamic_weight(layer_type: str, params: dict, weight_shape, bias: bool, in_shape) -> None:
+    """The layer with dynamic_weight: the weight (and bias) blobs come as inputs."""
+    from oracle import check_layer
+
+    g = rng(layer_type, "dynamic", sorted(params.items()), weight_shape, bias)
+    n_out = params[0]
+    inputs = [randn(g, in_shape), randn(g, weight_shape)] + ([randn(g, (n_out,))] if bias else [])
+    size = int(np.prod(weight_shape))
+    check_layer(layer_type, {**params, 5: int(bias), 6: size}, [], inputs, tol=TOL)
+
+
+def check_dynamic_rejected(layer_type: str, params: dict, shapes, caplog) -> None:
+    """dynamic_weight mode refuses input blobs of ``shapes`` with one line naming the key."""
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_layer(layer_type, params, [], [np.ones(s, np.float32) for s in shapes])
+    assert ret != 0
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(lines) == 1 and layer_type in lines[0] and "dynamic_weight" in lines[0], lines

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 from _vulkan_sandwich import check_in_vulkan_net
-from _window_nd_cases import ACTIVATIONS, TOL, check_rejected, conv_case, with_activation
+from _window_nd_cases import (
+    ACTIVATIONS,
+    TOL,
+    check_dynamic_rejected,
+    check_dynamic_weight,
+    check_rejected,
+    conv_case,
+    with_activation,
+)
 from oracle import check_layer
 
 GEOMETRY = [
@@ -40,7 +48,6 @@ def test_convolutiondepthwise1d_activation(act):
     [
         ({0: 4, 1: 3, 6: 13, 7: 4}, (4, 8), "weight_data_size"),
         ({0: 4, 1: 3, 6: 12, 7: 4, 3: 0}, (4, 8), "stride_w"),
-        ({0: 4, 1: 3, 6: 12, 7: 4, 19: 1}, (4, 8), "dynamic_weight"),
         ({0: 4, 1: 3, 6: 12, 7: 4}, (4, 2, 8), "2-D"),
     ],
     ids=str,
@@ -53,3 +60,21 @@ def test_convolutiondepthwise1d_rejects(params, shape, key, caplog):
 def test_convolutiondepthwise1d_in_vulkan_net():
     case = conv_case("ConvolutionDepthWise1D", {0: 4, 1: 3, 4: 1, 7: 4}, (4, 15))
     check_in_vulkan_net("ConvolutionDepthWise1D", *case)
+
+
+# (params with 19 = 1, weight blob (num_output, num_input / group, kernel_w), bias)
+DYNAMIC = [
+    ({0: 4, 1: 3, 7: 4, 19: 1, 4: 1}, (4, 1, 3), False),
+    ({0: 8, 1: 3, 7: 2, 19: 1, 3: 2}, (8, 2, 3), True),
+]
+
+
+@pytest.mark.parametrize("case", DYNAMIC, ids=lambda c: str(c[0]))
+def test_convolutiondepthwise1d_dynamic_weight(case):
+    params, weight_shape, bias = case
+    check_dynamic_weight("ConvolutionDepthWise1D", params, weight_shape, bias, (4, 20))
+
+
+@pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (3, 1, 3)], [(4, 8)]], ids=str)
+def test_convolutiondepthwise1d_dynamic_rejects(shapes, caplog):
+    check_dynamic_rejected("ConvolutionDepthWise1D", {0: 4, 1: 3, 7: 2, 19: 1, 6: 12}, shapes, caplog)

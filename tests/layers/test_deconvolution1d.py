@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 from _vulkan_sandwich import check_in_vulkan_net
-from _window_nd_cases import ACTIVATIONS, TOL, check_rejected, conv_case, with_activation
+from _window_nd_cases import (
+    ACTIVATIONS,
+    TOL,
+    check_dynamic_rejected,
+    check_dynamic_weight,
+    check_rejected,
+    conv_case,
+    with_activation,
+)
 from oracle import check_layer
 
 # (params, input shape); weights are num_output * num_input / group * maxk
@@ -39,7 +47,6 @@ def test_deconvolution1d_activation(act):
         ({0: 2, 1: 3, 6: 13}, (2, 8), "weight_data_size"),
         ({0: 2, 1: 3, 6: 12, 3: 0}, (2, 8), "stride_w"),
         ({0: 2, 1: 3, 6: 12, 18: -1}, (2, 8), "output_pad_right"),
-        ({0: 2, 1: 3, 6: 12, 28: 1}, (2, 8), "dynamic_weight"),
         ({0: 2, 1: 3, 6: 12}, (3, 8), "input channels"),
         ({0: 2, 1: 3, 6: 12}, (2, 2, 8), "2-D"),
     ],
@@ -52,3 +59,21 @@ def test_deconvolution1d_rejects(params, shape, key, caplog):
 @pytest.mark.gpu
 def test_deconvolution1d_in_vulkan_net():
     check_in_vulkan_net("Deconvolution1D", *conv_case("Deconvolution1D", {0: 4, 1: 3, 3: 2, 4: 1}, (3, 15)))
+
+
+# (params with 28 = 1, weight blob (num_input, num_output / group, kernel_w), bias)
+DYNAMIC = [
+    ({0: 6, 1: 3, 28: 1, 3: 2, 4: 1}, (4, 6, 3), True),
+    ({0: 5, 1: 2, 28: 1, 2: 2, 18: 1}, (4, 5, 2), False),
+]
+
+
+@pytest.mark.parametrize("case", DYNAMIC, ids=lambda c: str(c[0]))
+def test_deconvolution1d_dynamic_weight(case):
+    params, weight_shape, bias = case
+    check_dynamic_weight("Deconvolution1D", params, weight_shape, bias, (4, 20))
+
+
+@pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (4, 2, 3), (5,)], [(4, 8)]], ids=str)
+def test_deconvolution1d_dynamic_rejects(shapes, caplog):
+    check_dynamic_rejected("Deconvolution1D", {0: 4, 1: 3, 5: 1, 28: 1, 6: 12}, shapes, caplog)
