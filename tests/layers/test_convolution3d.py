@@ -57,3 +57,9 @@ def test_convolution3d_rejects(params, shape, key, caplog):
 @pytest.mark.gpu
 def test_convolution3d_in_vulkan_net():
     check_in_vulkan_net("Convolution3D", *conv_case("Convolution3D", {0: 4, 1: 3, 4: 1}, (3, 5, 6, 7)))
+
+
+def test_convolution3d_fp16_weights():
+    # weights stored as fp16 (ModelBin's type-0 flag), read back as the rounded fp32 values
+    params, weights, inputs = conv_case("Convolution3D", {0: 4, 1: 3, 4: 1}, (3, 5, 6, 7))
+    check_layer("Convolution3D", params, [(weights[0][0], "fp16"), weights[1]], inputs, tol=TOL)

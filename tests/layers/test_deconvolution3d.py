@@ -57,3 +57,9 @@ def test_deconvolution3d_in_vulkan_net():
     check_in_vulkan_net(
         "Deconvolution3D", *conv_case("Deconvolution3D", {0: 4, 1: 3, 3: 2, 4: 1}, (3, 3, 4, 5))
     )
+
+
+def test_deconvolution3d_fp16_weights():
+    # weights stored as fp16 (ModelBin's type-0 flag), read back as the rounded fp32 values
+    params, weights, inputs = conv_case("Deconvolution3D", {0: 4, 1: 3, 3: 2, 4: 1}, (3, 3, 4, 5))
+    check_layer("Deconvolution3D", params, [(weights[0][0], "fp16"), weights[1]], inputs, tol=TOL)
