@@ -312,3 +312,55 @@ def test_convolution_gemm_other_tiles(gemm_runs, monkeypatch, tile):
 )
 def test_convolution_gemm_sweep(gemm_runs, geometry, shape, num_output):
     _gemm_case(gemm_runs, geometry, shape, num_output, act=1)
+
+
+# -- kernels whose taps hardly overlap (stride near the kernel size) ---------------------------
+# A ViT's patch embedding (32x32 stride 32) made the direct shaders stage a row window of
+# (tile_w - 1) * stride + kernel inputs per invocation (512 at 16 positions); llvmpipe computed
+# wrong sums past a few KiB of such private arrays (vision_transformer.param: rel L2 0.4 after
+# its first layer). These shapes read their taps directly (MAX_WINDOW).
+PATCH_CASES = [
+    ({1: 32, 3: 32}, (3, 64, 384), 8),  # the ViT's patch embedding, 2 rows of 12 patches
+    ({1: 32, 3: 32}, (16, 32, 128), 8),  # 16 channels: wrong even at a GPU's 4-position tile
+    ({1: 16, 3: 16}, (64, 16, 32), 12),  # elempack 4 in with packing
+    ({1: 32, 3: 1}, (16, 32, 40), 8),  # stride 1: a 35..47-input window
+    ({1: 8, 3: 8, 4: 3}, (5, 29, 61), 8),  # padded, so taps outside read pad_value
+]
+
+
+@pytest.mark.parametrize("geometry,shape,num_output", PATCH_CASES, ids=str)
+def test_convolution_patch_kernels_grid(geometry, shape, num_output):
+    _case(geometry, 0, shape, num_output, grid=["fp32", "fp32-pack", "fp16s-pack"])
+
+
+def test_convolution_patch_kernels_gpu_tile(monkeypatch):
+    """The same shapes at a GPU's tile (4 positions x 8 channels), which lavapipe never picks."""
+    from ncnn_c.layer.vulkan import convolution_vulkan as cv
+
+    monkeypatch.setattr(cv.Convolution_vulkan, "_tile_shape", lambda self: (4, 2))
+    for geometry, shape, num_output in PATCH_CASES[:3]:
+        _case(geometry, 0, shape, num_output, grid=["fp32", "fp32-pack"])
+
+
+# -- ncnn's deprecated 1-D input: a 1x1 convolution over a flat blob is an InnerProduct ---------
+# (PaddleOCR v5's detection model: squeeze-excite convolutions after a global pool and a Reshape
+# to one dimension; "needs a 3-D elempack 1 blob, got dims 1 elempack 4" before)
+
+
+@pytest.mark.parametrize("n,num_output,act", [(192, 48, 1), (48, 192, 0), (12, 7, 2), (5, 4, 0)], ids=str)
+def test_convolution_flat_input_grid(n, num_output, act):
+    g = rng("conv-flat", n, num_output, act)
+    params = {0: num_output, 1: 1, 5: 1, 6: n * num_output}
+    if act:
+        params[9] = act
+        if ACTS[act]:
+            params[10] = ACTS[act]
+    weights = [randn(g, n * num_output, 0.3), (randn(g, num_output), 1)]
+    check_layer_gpu("Convolution", params, weights, [randn(g, (n,))])
+
+
+def test_convolution_flat_input_wrong_size_is_refused():
+    g = rng("conv-flat-bad")
+    param = make_param("Convolution", {0: 4, 1: 1, 5: 0, 6: 32}, [(6,)])
+    ret, _ = run_net_gpu(param, make_bin([randn(g, 32)]), [randn(g, (6,))])
+    assert ret != 0

@@ -24,6 +24,11 @@ staging weight and gathered input slices in shared memory (see ``_use_gemm`` for
 ``GEMM_TILE`` for the tile, ``_upload_gemm`` for its weight layout). ``GEMM_POLICY``
 (or the environment variable NCNN_C_CONV_GEMM) forces it on or off, e.g. to test it on
 lavapipe.
+
+A kernel whose row window would exceed MAX_WINDOW inputs (a ViT's 32x32 stride-32 patch
+embedding) reads its taps one by one instead (``direct_taps``). A 1-D bottom of a 1x1
+convolution, ncnn's deprecated form, runs as an InnerProduct would: reshaped to c x 1 x 1,
+convolved, reshaped back to 1-D (``_forward_flat_vk``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,17 @@ import numpy as np
 
 from .._fused_activation import activation_specs
 from ..convolution import Convolution
-from . import LOCAL_1D, VulkanLayer, elemsize_for, fp16_exact, is_fp16, shader_policy, upload_weights
+from . import (
+    LOCAL_1D,
+    LOCAL_2D,
+    VulkanLayer,
+    elemsize_for,
+    fp16_exact,
+    is_fp16,
+    shader_policy,
+    upload_weights,
+)
+from ._remap import PAIRS, record_reshape
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -89,6 +104,13 @@ GEMM_MIN_K = 64
 # small tiles keep batch-1 layers spread over many work groups) with 16 taps per step
 # (two 8 KiB fp32 shared slices). Overridable as NCNN_C_CONV_GEMM_TILE="8,8,4,1,16".
 GEMM_TILE = (8, 8, 4, 1, 16)
+# The longest row window (inputs per row of taps of one tile) the direct shaders stage in
+# private arrays; a longer one reads its taps directly. Measured on lavapipe: 128-input windows
+# went wrong from 16 input channels, 64-input ones from 64 channels, 256 from 6 (the failure
+# grows with the window and, oddly, the channel count; 35..37-input windows were right at
+# every size tried). Common kernels stay under it: 3x3 stride 2 and 7x7 stride 2 at 16
+# positions stage 33 and 37 inputs.
+MAX_WINDOW = 40
 
 
 def gemm_policy() -> str:
@@ -133,6 +155,8 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
         self._gemm = False
         self._gemm_tile = GEMM_TILE
+        self.pipelines_reshape: dict = {}
+        self._flat_warned = False
 
     def _is_flat_1x1(self) -> bool:
         # SAME pads of a 1x1 stride-1 kernel are always zero
@@ -172,6 +196,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             specs += [int(self._weight_fp16), *self._gemm_tile]
         else:
             specs += [self._out_groups, int(self._weight_fp16), self._tile_w, int(self._out_pack4)]
+            specs += [int(self._direct_taps())]
         if packing:
             self.pipeline_packing = self.new_packing_pipeline(opt)
             if self.pipeline_packing is None:
@@ -181,6 +206,12 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             # on lavapipe: 375 ms with fp16 arithmetic, 285 ms without) and more accurate
             opt = opt.copy()
             opt.use_fp16_arithmetic = False
+        if self.kernel_w == self.kernel_h == 1:
+            # ncnn's deprecated 1-D input (see _forward_flat_vk): built at its first use, if any
+            pairs = PAIRS if packing else PAIRS[:1]
+            self.pipelines_reshape = {
+                pair: self.new_pipeline("reshape", opt, list(pair), LOCAL_2D, needed=False) for pair in pairs
+            }
         if self._gemm:
             inv_n, inv_m = self._gemm_tile[:2]
             self.pipeline_convolution = self.new_pipeline(
@@ -223,6 +254,15 @@ class Convolution_vulkan(VulkanLayer, Convolution):
             return False
         self._gemm_tile = tile
         return True
+
+    def _direct_taps(self) -> bool:
+        """Whether the direct shaders read each tap's inputs directly instead of staging a
+        row window of ``(tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1`` inputs:
+        when that window exceeds MAX_WINDOW (see DIRECT TAPS in convolution.comp)."""
+        if self._flat:
+            return False
+        window = (self._tile_w - 1) * self.stride_w + (self.kernel_w - 1) * self.dilation_w + 1
+        return window > MAX_WINDOW
 
     def _tile_shape(self) -> tuple[int, int]:
         """(tile_w, out_groups) for this device and packing.
@@ -331,8 +371,39 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self.bias_data_gpu = None
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
+        if bottom.dims == 1 and self.pipelines_reshape:
+            return self._forward_flat_vk(bottom, top, cmd, opt)
         if bottom.dims != 3:
             return int(self.accepts_3d(bottom)) - 1
+        return self._forward_3d_vk(bottom, top, cmd, opt)
+
+    def _forward_flat_vk(self, bottom, top, cmd, opt) -> int:
+        """ncnn's deprecated 1-D input of a 1x1 convolution (the CPU layer's ``_forward_flat``):
+        an InnerProduct, run as the convolution of a c x 1 x 1 blob. ncnn logs its advice to
+        use InnerProduct; PaddleOCR v5's detection model has such layers after a global pool."""
+        n = bottom.w * bottom.elempack
+        if n * self.num_output != self.weight_data_size:
+            log.error(
+                "Convolution %r: flat input of %d values, weights expect %d",
+                self.name,
+                n,
+                self.weight_data_size // self.num_output,
+            )
+            return -1
+        if not self._flat_warned:
+            self._flat_warned = True
+            log.warning("Convolution %r: a 1-D input is ncnn's deprecated form, use InnerProduct", self.name)
+        column = type(bottom)()
+        ret = record_reshape(self, cmd, self.pipelines_reshape, bottom, column, (n, 1, 1), opt)
+        if ret:
+            return ret
+        out = type(bottom)()
+        ret = self._forward_3d_vk(column, out, cmd, opt)
+        if ret:
+            return ret
+        return record_reshape(self, cmd, self.pipelines_reshape, out, top, (self.num_output,), opt)
+
+    def _forward_3d_vk(self, bottom, top, cmd, opt) -> int:
         in_pack = 4 if self._in_pack4 else 1
         bottom = self.in_elempack(cmd, bottom, in_pack, opt)
         if isinstance(bottom, int):

@@ -48,6 +48,8 @@ layout (constant_id = 12) const int weight_fp16 = 0;
 layout (constant_id = 13) const int tile_w = 8;
 // 1: the top blob is elempack 4 (outc a multiple of 4): each output vec4 is one store
 layout (constant_id = 14) const int out_pack4 = 0;
+// 1: taps are read one by one (direct_taps below), no row window is staged
+layout (constant_id = 15) const int direct_taps = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
@@ -99,7 +101,8 @@ layout (push_constant) uniform parameter
 
 // input columns one row of taps touches for a tile, and the vec4s that cover them at
 // any alignment
-const int window = (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
+// (1 with direct_taps: the window arrays are then unused)
+const int window = direct_taps == 1 ? 1 : (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
 const int window_vec4s = (window + 6) / 4;
 
 #define ACTIVATION_PUSH_CONSTANTS
@@ -252,12 +255,57 @@ void main()
     const int sy0 = oy * stride_h - p.pad_top;
     const afp pad_value = afp(p.pad_value);
 
+    // DIRECT TAPS. A kernel whose taps barely overlap between neighbouring outputs (stride near
+    // the kernel size: a ViT's 32x32 stride-32 patch embedding) gains nothing from the row
+    // window, which would span tile_w * stride inputs (512 for that layer at 16 positions) in
+    // private arrays per invocation. llvmpipe keeps such arrays on a small per-invocation
+    // stack and computes wrong results past it (outputs dropped or garbled, from a few KiB of
+    // window), so the layer sets direct_taps = 1 for a window over MAX_WINDOW and each tap
+    // reads its tile_w inputs directly.
+    if (direct_taps == 1)
+    {
+        int v_base = 0;
+        for (int q = 0; q < p.c; q++)
+        {
+            for (int ky = 0; ky < kernel_h; ky++)
+            {
+                const int sy = sy0 + ky * dilation_h;
+                const bool row_inside = sy >= 0 && sy < p.h;
+                const int start = v_base + (row_inside ? sy : 0) * p.w;
+                for (int kx = 0; kx < kernel_w; kx++)
+                {
+                    afp v[tile_w];
+                    for (int i = 0; i < tile_w; i++)
+                    {
+                        const int sx = sx0 + i * stride_w + kx * dilation_w;
+                        const int e = clamp(start + sx, 0, last4 * 4 + 3);
+                        const afp x = bottom_ld4(e >> 2)[e & 3];
+                        v[i] = row_inside && sx >= 0 && sx < p.w ? x : pad_value;
+                    }
+                    for (int j = 0; j < out_groups; j += 2)
+                    {
+                        afpvec4 k0;
+                        afpvec4 k1;
+                        load_weight_pair(wi + j, k0, k1);
+                        for (int i = 0; i < tile_w; i++)
+                        {
+                            sum[i][j] += vec4(v[i] * k0);
+                            sum[i][j + 1] += vec4(v[i] * k1);
+                        }
+                    }
+                    wi += out_groups;
+                }
+            }
+            v_base += p.cstep;
+        }
+    }
+
     bool x_inside[window];
     for (int e = 0; e < window; e++)
         x_inside[e] = sx0 + e >= 0 && sx0 + e < p.w;
 
     int v_offset = 0;
-    for (int q = 0; q < p.c; q++)
+    for (int q = 0; q < p.c * (1 - direct_taps); q++)
     {
         for (int ky = 0; ky < kernel_h; ky++)
         {

@@ -31,6 +31,8 @@ layout (constant_id = 12) const int weight_fp16 = 0;
 // output positions per invocation
 layout (constant_id = 13) const int tile_w = 8;
 layout (constant_id = 14) const int out_pack4 = 1;
+// 1: taps are read one by one, no row window is staged (DIRECT TAPS in convolution.comp)
+layout (constant_id = 15) const int direct_taps = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
@@ -76,7 +78,8 @@ layout (push_constant) uniform parameter
 } p;
 
 // input positions one row of taps touches for a tile
-const int window = (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
+// (1 with direct_taps: the window arrays are then unused)
+const int window = direct_taps == 1 ? 1 : (tile_w - 1) * stride_w + (kernel_w - 1) * dilation_w + 1;
 
 #define ACTIVATION_PUSH_CONSTANTS
 #include "vulkan_activation.h"
@@ -225,12 +228,48 @@ void main()
     const int sy0 = oy * stride_h - p.pad_top;
     const afpvec4 pad_value = afpvec4(p.pad_value);
 
+    if (direct_taps == 1)
+    {
+        int v_base = 0;
+        for (int q = 0; q < p.c; q++)
+        {
+            for (int ky = 0; ky < kernel_h; ky++)
+            {
+                const int sy = sy0 + ky * dilation_h;
+                const bool row_inside = sy >= 0 && sy < p.h;
+                const int start = v_base + (row_inside ? sy : 0) * p.w;
+                for (int kx = 0; kx < kernel_w; kx++)
+                {
+                    afpvec4 v[tile_w];
+                    for (int i = 0; i < tile_w; i++)
+                    {
+                        const int sx = sx0 + i * stride_w + kx * dilation_w;
+                        const afpvec4 x = bottom_ld4(clamp(start + sx, 0, last));
+                        v[i] = row_inside && sx >= 0 && sx < p.w ? x : pad_value;
+                    }
+                    for (int j = 0; j < out_groups; j++)
+                    {
+                        afpvec4 k0;
+                        afpvec4 k1;
+                        afpvec4 k2;
+                        afpvec4 k3;
+                        load_weight_block(wi + j * 4, k0, k1, k2, k3);
+                        for (int i = 0; i < tile_w; i++)
+                            sum[i][j] += vec4(k0 * v[i].x + k1 * v[i].y + k2 * v[i].z + k3 * v[i].w);
+                    }
+                    wi += out_groups * 4;
+                }
+            }
+            v_base += p.cstep;
+        }
+    }
+
     bool x_inside[window];
     for (int e = 0; e < window; e++)
         x_inside[e] = sx0 + e >= 0 && sx0 + e < p.w;
 
     int v_offset = 0;
-    for (int q = 0; q < p.c; q++)
+    for (int q = 0; q < p.c * (1 - direct_taps); q++)
     {
         for (int ky = 0; ky < kernel_h; ky++)
         {
