@@ -62,7 +62,7 @@ def param_lines(path: Path) -> dict[str, list[str]]:
 def profile_ours(param: Path, shape, threads: int, repeat: int):
     """(per-layer best-of-repeat seconds, per-layer input shapes in ncnn order, total median seconds)."""
     import ncnn_c
-    from ncnn_c.net import extractor as exmod
+    from ncnn_c.net.reference import ReferenceExecutor
 
     net = ncnn_c.Net()
     for k, v in FP32_FLAGS.items():
@@ -76,24 +76,25 @@ def profile_ours(param: Path, shape, threads: int, repeat: int):
     inputs = [(n, np.random.default_rng(0).standard_normal(s[::-1]).astype(np.float32)) for n, s in specs]
     times: dict[int, list[float]] = defaultdict(list)
     shapes: dict[int, list[tuple[int, ...]]] = {}
-    orig = exmod.Extractor._forward_cpu
+    orig = ReferenceExecutor.forward
+    layers = net.layers()
 
-    def timed(self, li, opt, light):
-        layer = self._net._layers[li]
+    def timed(self, state, li, opt, light):
+        layer = layers[li]
         if li not in shapes:
             sh = []
             for b in layer.bottoms:
-                m = self._mats[b]
+                m = state.mats[b]
                 sh.append(tuple(m.tensor().shape[::-1]) if m is not None else ())
             shapes[li] = sh
         t = time.perf_counter()
-        r = orig(self, li, opt, light)
+        r = orig(self, state, li, opt, light)
         times[li].append(time.perf_counter() - t)
         return r
 
     outs = net.output_names()
     total = []
-    exmod.Extractor._forward_cpu = timed
+    ReferenceExecutor.forward = timed
     try:
         for i in range(repeat + 1):
             t = time.perf_counter()
@@ -107,7 +108,7 @@ def profile_ours(param: Path, shape, threads: int, repeat: int):
             else:
                 times.clear()
     finally:
-        exmod.Extractor._forward_cpu = orig
+        ReferenceExecutor.forward = orig
     layers = net.layers()
     med = {li: min(v) for li, v in times.items()}
     return layers, med, shapes, statistics.median(total)

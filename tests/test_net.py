@@ -672,20 +672,45 @@ def test_cpu_path_never_imports_the_gpu_package():
 
 # -- Vulkan scheduling, with a fake GPU ----------------------------------------------------------
 class FakeVkMat:
-    """Device memory stand-in: holds a host copy."""
+    """Device memory stand-in: holds a host copy, always fp32 with elempack 1."""
 
     def __init__(self):
         self.host = None
+        self.elempack = 1
+
+    @property
+    def dims(self):
+        return 0 if self.host is None else self.host.ndim
 
     def empty(self):
         return self.host is None
 
 
+class FakeUses:
+    """gpu.lifetime.UseCount's interface: every use is granted."""
+
+    what = "fake"
+
+    def enter(self):
+        return True
+
+    def exit(self):
+        pass
+
+
+class FakeDevice:
+    info = types.SimpleNamespace(physical_device_type=2)  # a discrete GPU
+    uses = FakeUses()
+
+
+FAKE_DEVICE = FakeDevice()
+
+
 class FakeCompute:
     log: list = []
 
-    def __init__(self, vkdev):
-        assert vkdev == "fake-device"
+    def __init__(self, vkdev, reusable=False):
+        assert vkdev is FAKE_DEVICE and not reusable  # the tests switch replay off
 
     def record_upload(self, src, dst, opt):
         FakeCompute.log.append("upload")
@@ -708,6 +733,8 @@ class FakeCompute:
 
 
 class FakeCache:
+    uses = FakeUses()
+
     def __init__(self, vkdev):
         self.cleared = False
 
@@ -740,16 +767,53 @@ class ReLU_fakevk(Layer):
         return 0
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    ns = types.SimpleNamespace(
-        get_gpu_count=lambda: 1,
-        get_default_gpu_index=lambda: 0,
-        get_gpu_device=lambda i=0: "fake-device",
+class FakePipeline:
+    def __init__(self, vkdev):
+        assert vkdev is FAKE_DEVICE
+
+    def set_local_size_xyz(self, x, y, z):
+        pass
+
+    def create(self, shader, opt, specializations):
+        return 0
+
+
+def _fake_gpu_api(gpu_count: int = 1) -> vkf_mod.GpuApi:
+    """A complete stand-in for the GPU modules: blobs stay fp32 elempack 1, so no layout
+    conversion is ever recorded, and nothing is replayed (the tests set replay_capacity 0)."""
+
+    def no_conversion(*args):
+        raise AssertionError("a fake GPU blob is never converted")
+
+    return vkf_mod.GpuApi(
+        get_gpu_count=lambda: gpu_count,
+        get_default_gpu_index=lambda: 0 if gpu_count else -1,
+        get_gpu_device=lambda i=0: FAKE_DEVICE,
         PipelineCache=FakeCache,
+        Pipeline=FakePipeline,
         VkCompute=FakeCompute,
         VkMat=FakeVkMat,
+        effective_flags=lambda bits, info: {},
+        host_view=no_conversion,
+        LOCAL_1D=(64, 1, 1),
+        without_shader_bits=lambda opt: opt,
+        is_fp16=lambda m: False,
+        storage_fp16=lambda opt, vkdev: False,
+        preferred_elempack=lambda m, opt: 1,
+        record_convert=no_conversion,
     )
+
+
+def _fake_net() -> Net:
+    net = Net()
+    net.opt.use_vulkan_compute = True
+    net.replay_capacity = 0  # replay is tested on a real device (test_replay.py)
+    return net
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    ns = _fake_gpu_api()
     monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
     relu = layer_to_index("ReLU")
 
@@ -776,17 +840,16 @@ ReLU gpu_relu2 1 1 c out
 
 
 def test_featmask_forces_cpu_and_vulkan_scheduling(fake_gpu):
-    net = Net()
-    net.opt.use_vulkan_compute = True
+    net = _fake_net()
     net.register_custom_layer("AddOne", AddOne)
     assert net.load_param_mem(FEAT_NET) == 0
     assert net.load_model(DataReaderFromEmpty()) == 0
     layers = net.layers()
     assert isinstance(layers[1], ReLU_fakevk) and isinstance(layers[4], ReLU_fakevk)
     assert not isinstance(layers[2], ReLU_fakevk) and layers[2].support_vulkan is False  # 31=16
-    assert layers[1].vkdev == "fake-device" and layers[2].vkdev is None and layers[3].vkdev is None
+    assert layers[1].vkdev is FAKE_DEVICE and layers[2].vkdev is None and layers[3].vkdev is None
     assert layers[1].uploaded and layers[4].uploaded
-    assert net.vulkan_device() == "fake-device"
+    assert net.vulkan_device() is FAKE_DEVICE
     cache = net.opt.pipeline_cache
     assert isinstance(cache, FakeCache)
     FakeCompute.log = []
@@ -807,8 +870,7 @@ def test_featmask_forces_cpu_and_vulkan_scheduling(fake_gpu):
 
 
 def test_vulkan_inplace_clones_a_blob_with_pending_consumers(fake_gpu):
-    net = Net()
-    net.opt.use_vulkan_compute = True
+    net = _fake_net()
     net.register_custom_layer("Sum2", Sum2)
     text = "7767517\n3 3\nInput in 0 1 data\nReLU r1 1 1 data a\nSum2 s 2 1 a data out 0=-1.0\n"
     assert net.load_param_mem(text) == 0 and net.load_model(DataReaderFromEmpty()) == 0
@@ -824,9 +886,8 @@ def test_vulkan_inplace_clones_a_blob_with_pending_consumers(fake_gpu):
 
 
 def test_user_pipeline_cache_is_not_owned(fake_gpu):
-    net = Net()
-    net.opt.use_vulkan_compute = True
-    mine = FakeCache("fake-device")
+    net = _fake_net()
+    mine = FakeCache(FAKE_DEVICE)
     net.opt.pipeline_cache = mine
     assert net.load_param_mem(RELU_NET) == 0 and net.load_model(DataReaderFromEmpty()) == 0
     net.clear()
@@ -834,7 +895,7 @@ def test_user_pipeline_cache_is_not_owned(fake_gpu):
 
 
 def test_no_vulkan_device_falls_back_to_cpu(monkeypatch, caplog):
-    ns = types.SimpleNamespace(get_gpu_count=lambda: 0)
+    ns = _fake_gpu_api(gpu_count=0)
     monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
     net = Net()
     net.opt.use_vulkan_compute = True

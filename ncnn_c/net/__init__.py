@@ -4,8 +4,12 @@
 * ``parse``: text .param and binary .param.bin into a graph (never trusting a count).
 * ``core``: ``Net``: layer creation and custom layers, weights, pipelines, Vulkan device.
 * ``plan``: execution plans (layer order per requested blob, per-layer options), made once.
-* ``extractor``: ``Extractor``: inputs, extract, the CPU executor.
-* ``vulkan_forward``: the Extractor's Vulkan scheduling; the only door to ``ncnn_c.gpu``.
+* ``view``: ``NetView``: what executors may read of a Net (graph, caches, Vulkan device).
+* ``state``: ``BlobState``: one extractor's blobs, handed to whichever executor runs.
+* ``reference``: the numpy reference executor.
+* ``native``: the native CPU plan executor (oneDNN).
+* ``vulkan_forward``: the Vulkan executor with recording/replay; the only door to ``ncnn_c.gpu``.
+* ``extractor``: ``Extractor``: inputs, extract, the choice of executor.
 
 Every name importable from the former single module still is: ``from ncnn_c.net import Net``.
 """
@@ -14,10 +18,12 @@ from __future__ import annotations
 
 from ..option import get_layer_option
 from .core import Net
-from .extractor import Extractor, _needs_unpack, _unpack_fp32
+from .extractor import Extractor
 from .graph import MAX_BLOB_COUNT, MAX_LAYER_COUNT, PARAM_MAGIC, Blob, CustomEntry, Graph
 from .parse import MAX_PARAM_TEXT, open_reader
 from .plan import LayerOptions, Plan
+from .reference import needs_unpack as _needs_unpack
+from .reference import unpack_fp32 as _unpack_fp32
 from .vulkan_forward import _gpu
 
 __all__ = [

@@ -2,10 +2,11 @@
 pipelines and the Vulkan device.
 
 The structure follows ncnn's: a Net owns blobs (with their producer and
-consumer layers) and layers; an Extractor (``extractor.py``) runs them. Loaders never
-raise: they return 0 / -1 and log one line that says which line, layer or byte offset
-was wrong. The Vulkan modules are reached only through ``vulkan_forward._gpu()``, so a
-CPU-only run never imports ``ncnn_c.gpu`` (nor ``vulkan``).
+consumer layers) and layers; an Extractor (``extractor.py``) runs them through executors
+that see the Net only through a ``NetView`` (``view.py``). Loaders never raise: they return
+0 / -1 and log one line that says which line, layer or byte offset was wrong. The Vulkan
+modules are reached only through ``vulkan_forward._gpu()``, so a CPU-only run never imports
+``ncnn_c.gpu`` (nor ``vulkan``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from .. import layer as layer_mod
 from ..datareader import DataReaderFromMemory
@@ -48,7 +50,7 @@ class Net:
         self._output_indexes: list[int] = []
         self._custom: list[CustomEntry | None] = []  # index = typeindex & ~CUSTOM_BIT
         self._overwrite: dict[int, CustomEntry] = {}
-        self._vkdev = None
+        self._vkdev: Any = None  # a VulkanDevice
         self._owned_cache = None
         self._gpu_ready = False
         self._vk_layout = None  # the layout-conversion Pipeline of a GPU net
@@ -283,6 +285,15 @@ class Net:
             plan = self._plans[index] = Plan(self._blobs, self._layers, index)
         return plan
 
+    def _layer_options(self, opt: Option) -> LayerOptions:
+        """Each layer's Option for the values of ``opt`` (an extractor's), made again only
+        when they differ from the last ones asked for: compared by value at each extract, so
+        ``ex.opt.x = ...`` is honoured."""
+        lo = self._layer_opts
+        if lo is None or not lo.matches(opt):
+            lo = self._layer_opts = LayerOptions(opt, self._layers)
+        return lo
+
     # -- load_model -------------------------------------------------------------------------
     def load_model(self, src) -> int:
         """Weights from a path, a file object, a DataReader or bytes."""
@@ -341,8 +352,10 @@ class Net:
             ret = self._load_serial(mb, gpu, opts, on_gpu)
         if ret != 0:
             return ret
-        if gpu is not None and vulkan_forward.create_layout_pipeline(self) != 0:
-            return -1
+        if gpu is not None:
+            self._vk_layout = vulkan_forward.create_layout_pipeline(self._vkdev, self.opt)
+            if self._vk_layout is None:
+                return -1
         self._gpu_ready = use_vk
         left = dr.remaining_bytes()
         if left:  # ncnn loads such a file silently, and its later layers get garbage weights
@@ -508,7 +521,7 @@ class Net:
                     log.warning("NCNN_C_PIPELINE_THREADS=%r is not an integer: ignored", env)
         cores = os.cpu_count() or 1
         if n is None:
-            cpu_device = is_cpu_device(getattr(self._vkdev, "info", None))
+            cpu_device = is_cpu_device(self._vkdev.info)
             n = 1 if gpu_layers < 4 else min(2 if cpu_device else 8, cores)
         return max(1, min(int(n), max(gpu_layers, 1)))
 

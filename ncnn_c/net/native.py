@@ -40,14 +40,15 @@ import os
 import threading
 from collections import OrderedDict
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..layer import Layer
 from ..mat import Mat
-
-if TYPE_CHECKING:
-    from ..layer import Layer
+from ..option import Option
+from .reference import ReferenceExecutor, Step
+from .state import BlobState
+from .view import NetView
 
 log = logging.getLogger("ncnn_c")
 
@@ -298,7 +299,7 @@ class _Segment:
     def __init__(self, steps=None, layer: int = -1) -> None:
         self.steps = steps
         self.layer = layer  # >= 0: a numpy layer
-        self.imports: list[tuple[object, int]] = []  # (Mem, blob): read from ex._mats[blob]
+        self.imports: list[tuple[object, int]] = []  # (Mem, blob): read from state.mats[blob]
         self.exports: list[tuple[object, int, tuple]] = []  # (Mem, blob, mat shape): fresh Mats
 
 
@@ -306,14 +307,20 @@ class NativePlan:
     """One recorded input shape of one target: segments of primitives and numpy layers."""
 
     def __init__(
-        self, net, order: list[int], outputs: list[int], shapes: dict[int, tuple], opts, consts=None
+        self,
+        layers: list[Layer],
+        order: list[int],
+        outputs: list[int],
+        shapes: dict[int, tuple],
+        opts,
+        consts=None,
     ) -> None:
         d = _dnnl()
         self.dnnl = d.get()
         self.lock = threading.Lock()
         self.outputs = outputs
         self.native_layers = 0
-        self._net = net
+        self._layers = layers  # the net's, as built (a plan is dropped with them)
         self._shapes = shapes
         self._consts: dict[int, np.ndarray] = consts or {}
         self._keep: list = []  # weights and constant memories the primitives read
@@ -334,8 +341,7 @@ class NativePlan:
     # -- building ---------------------------------------------------------------------------
     def _build(self, order: list[int], opts) -> None:
         d = _dnnl()
-        net = self._net
-        layers = net._layers
+        layers = self._layers
         consumers: dict[int, int] = {}
         readers: dict[int, list[int]] = {}
         for li in order:
@@ -535,7 +541,7 @@ class NativePlan:
         if blob in self._pending_pads:
             return self._make_pending_pad(seg, blob)
         if blob in self._pending_concats:
-            self._concat(self._net._layers[self._pending_concats.pop(blob)], seg, None)
+            self._concat(self._layers[self._pending_concats.pop(blob)], seg, None)
             v = self._values[blob]
             v.last = self._step
             return v
@@ -802,7 +808,7 @@ class NativePlan:
         """A producer with what of ``chain`` it can take: the affine layers folded into its
         weights and bias, a residual add and an activation as post-ops (those run on their
         own when oneDNN has no fast kernel with them). The layers it took."""
-        layers = self._net._layers
+        layers = self._layers
         scale = shift = None
         taken: list[int] = []
         post: list = []
@@ -1347,7 +1353,7 @@ class NativePlan:
         """Concat + ShuffleChannel in one pass: each part of the concat, whole groups of
         ``per`` channels, is copied straight to its shuffled channels of the output."""
         dn = self.dnnl
-        cat = self._net._layers[self._pending_concats.pop(layer.bottoms[0])]
+        cat = self._layers[self._pending_concats.pop(layer.bottoms[0])]
         parts = [self._canon(seg, self._value(seg, b)) for b in cat.bottoms]
         _, w, h, _, c, _, _ = self._shape(layer.tops[0])
         tag = "acdb" if self._tag_of(parts[0].md) == "acdb" else "abcd"
@@ -1628,24 +1634,26 @@ class NativePlan:
         self.arena_bytes = top
 
     # -- running ------------------------------------------------------------------------------
-    def run(self, ex, opts, num_threads: int, capture: dict | None = None) -> int:
-        """Compute the outputs into ``ex._mats``; 0, or non-zero when a numpy layer's output
-        no longer has the recorded shape (the caller then runs the numpy path). ``capture``
-        gets a copy of every blob a native segment writes out, when it is written."""
-        mats = ex._mats
-        light = bool(ex.opt.lightmode)
-        blob_allocator = ex.opt.blob_allocator
+    def run(self, state: BlobState, forward: Step, opts, opt: Option, capture: dict | None = None) -> int:
+        """Compute the outputs into ``state.mats``, the numpy layers with ``forward``; 0, or
+        non-zero when a numpy layer's output no longer has the recorded shape (the caller then
+        runs the numpy path). ``capture`` gets a copy of every blob a native segment writes
+        out, when it is written."""
+        mats = state.mats
+        light = bool(opt.lightmode)
+        blob_allocator = opt.blob_allocator
+        num_threads = opt.num_threads
         for o in self.outputs:
             # what the plan hands out must survive the numpy layers' light-mode release
             # (and their in-place writes): one more reader than the graph has
-            ex._pending[o] += 1
+            state.pending[o] += 1
         binds: list = []
         for seg in self._segments:
             if seg.layer >= 0:
-                ret = ex._forward_cpu(seg.layer, opts[seg.layer], light)
+                ret = forward(state, seg.layer, opts[seg.layer], light)
                 if ret != 0:
                     return ret
-                for t in self._net._layers[seg.layer].tops:
+                for t in self._layers[seg.layer].tops:
                     m = mats[t]
                     if m is None or shape_of(m) != self._shapes.get(t):
                         return 1
@@ -1785,153 +1793,167 @@ def close_enough(got: np.ndarray, ref: np.ndarray) -> bool:
     return bool(num <= VERIFY_TOL * den or (den == 0 and num <= 1e-6))
 
 
-# -- the extractor's side ------------------------------------------------------------------------
-def _outputs(net, index: int, given: set[int]) -> list[int]:
-    """``index`` and every other output of the net (a blob nobody reads) that the given
-    inputs can compute: a plan computes them all, since callers extract them all."""
-    outs = [index]
-    for b, n in enumerate(net._consumer_counts):
-        if n == 0 and b != index and net._blobs[b].producer >= 0:
-            if set(net._plan(b).sources) <= given:
-                outs.append(b)
-    return outs
+# -- the executor ---------------------------------------------------------------------------------
+class NativeExecutor:
+    """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
+    records one (on the reference executor) when there is none, or returns None when the
+    reference executor must run (no plan possible; the state is then untouched)."""
 
+    __slots__ = ("_view", "_reference")
 
-def extract(ex, index: int) -> int | None:
-    """Compute blob ``index`` with the native plan of this input shape: its return code, or
-    None when the numpy path must run (no plan possible; the extractor is then untouched)."""
-    net = ex._net
-    if ex._partial or not net.native_plan or not available():
-        return None
-    mats = ex._mats
-    given = {i for i, m in enumerate(mats) if m is not None}
-    for i in given:
-        m = mats[i]
-        if m.elemsize != 4 or m.elempack != 1:
+    def __init__(self, view: NetView, reference: ReferenceExecutor) -> None:
+        self._view = view
+        self._reference = reference
+
+    def _outputs(self, index: int, given: set[int]) -> list[int]:
+        """``index`` and every other output of the net (a blob nobody reads) that the given
+        inputs can compute: a plan computes them all, since callers extract them all."""
+        view = self._view
+        blobs = view.blobs
+        outs = [index]
+        for b, n in enumerate(view.consumer_counts):
+            if n == 0 and b != index and blobs[b].producer >= 0:
+                if set(view.plan(b).sources) <= given:
+                    outs.append(b)
+        return outs
+
+    def extract(self, state: BlobState, index: int, opt: Option) -> int | None:
+        """Compute blob ``index`` with the native plan of this input shape: its return code,
+        or None when the numpy path must run."""
+        view = self._view
+        if state.partial or not view.native_enabled or not available():
             return None
-    opts = ex._layer_options()
-    key = (index, net._layer_opts, tuple(sorted((i, shape_of(mats[i])) for i in given)))
-    plans: NativePlans = net._native_plans
-    plan = plans.take(key)
-    if plan is not None:
-        saved = list(mats)
+        mats = state.mats
+        inputs = {i: m for i, m in enumerate(mats) if m is not None}
+        for m in inputs.values():
+            if m.elemsize != 4 or m.elempack != 1:
+                return None
+        lo = view.layer_options(opt)
+        opts = lo.per_layer
+        key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))
+        plans: NativePlans = view.native_plans
+        plan = plans.take(key)
+        if plan is not None:
+            saved = list(mats)
+            try:
+                ret = plan.run(state, self._reference.forward, opts, opt)
+            finally:
+                plan.lock.release()
+            if ret == 0:
+                state.partial = True
+                return 0
+            log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
+            state.mats = saved
+            return None
+        if not plans.wanted(key):
+            return None
+        return self._record(state, index, key, inputs, opt, opts)
+
+    def _constant_layers(self, order: list[int]) -> set[int]:
+        """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
+        reads only its inputs' shapes, fixed per plan), and layers that read only those. A plan
+        keeps what they gave on its recording run."""
+        if "constant" in _skipped_types():
+            return set()
+        layers = self._view.layers
+        blobs: set[int] = set()
+        out: set[int] = set()
+        for li in order:
+            layer = layers[li]
+            if not _builtin(layer) or not layer.tops or layer.type in _skipped_types():
+                continue
+            if layer.type in ("MemoryData", "PriorBox") or (layer.bottoms and set(layer.bottoms) <= blobs):
+                out.add(li)
+                blobs.update(layer.tops)
+        return out
+
+    def _record(
+        self, state: BlobState, index: int, key: tuple, inputs: dict[int, Mat], opt: Option, opts
+    ) -> int:
+        """The numpy path, logging every blob's shape; then a plan built from the log, checked
+        against what the numpy path computed."""
+        view = self._view
+        reference = self._reference
+        layers = view.layers
+        shapes = {i: shape_of(m) for i, m in inputs.items()}
+        outputs = self._outputs(index, set(inputs))
+        order = sorted({li for o in outputs for li in view.plan(o).order})
+        # what a plan writes out for numpy layers (and hands out) is checked against these
+        # copies, taken as the numpy path makes them (in-place layers change them afterwards)
+        watch = set(outputs)
+        for li in order:
+            if layers[li].type not in NATIVE_TYPES:
+                watch.update(layers[li].bottoms)
+        refs: dict[int, np.ndarray] = {}
+        const_layers = self._constant_layers(order)
+        consts: dict[int, np.ndarray] = {}
+
+        def step(state: BlobState, li: int, layer_opt: Option, light: bool) -> int:
+            ret = reference.forward(state, li, layer_opt, light)
+            if ret == 0:
+                for t in layers[li].tops:
+                    m = state.mats[t]
+                    if m is not None:
+                        shapes[t] = shape_of(m)
+                        if t in watch:
+                            refs[t] = np.array(m.numpy(), copy=True)
+                        if li in const_layers:
+                            consts[t] = np.array(m.numpy(), dtype=np.float32, copy=True)
+            return ret
+
+        done: dict[int, Mat] = {}
+        for o in outputs:
+            if state.mats[o] is None:
+                ret = reference.run_plan(state, o, opt, step)
+                if ret != 0:
+                    return ret
+            m = state.mats[o]
+            if m is None:
+                return -1
+            done[o] = m
+        # a later output's numpy layers may have released an earlier one (light mode, in
+        # place) and the extra outputs computed here must not cost a later extract its inputs
+        for o, m in done.items():
+            state.mats[o] = m
+        for i, m in inputs.items():
+            if state.mats[i] is None:
+                state.mats[i] = m
+        if not all(np.isfinite(a).all() for a in refs.values()):
+            return 0  # nothing to check a plan against: build one with the next (finite) input
+        plans: NativePlans = view.native_plans
+        name = view.blobs[index].name
         try:
-            ret = plan.run(ex, opts, ex.opt.num_threads)
-        finally:
-            plan.lock.release()
-        if ret == 0:
-            ex._partial = True
+            plan = NativePlan(layers, order, outputs, shapes, opts, consts)
+        except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
+            if strict():
+                raise
+            log.warning("native plan: cannot build one for %r: %s", name, e)
+            plans.fail(key)
             return 0
-        log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
-        ex._mats = saved
-        return None
-    if not plans.wanted(key):
-        return None
-    return _record(ex, index, key, given, opts)
-
-
-def _constant_layers(net, order: list[int]) -> set[int]:
-    """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
-    reads only its inputs' shapes, fixed per plan), and layers that read only those. A plan
-    keeps what they gave on its recording run."""
-    if "constant" in _skipped_types():
-        return set()
-    blobs: set[int] = set()
-    out: set[int] = set()
-    for li in order:
-        layer = net._layers[li]
-        if not _builtin(layer) or not layer.tops or layer.type in _skipped_types():
-            continue
-        if layer.type in ("MemoryData", "PriorBox") or (layer.bottoms and set(layer.bottoms) <= blobs):
-            out.add(li)
-            blobs.update(layer.tops)
-    return out
-
-
-def _record(ex, index: int, key: tuple, given: set[int], opts) -> int:
-    """The numpy path, logging every blob's shape; then a plan built from the log, checked
-    against what the numpy path computed."""
-    from .extractor import Extractor
-
-    net = ex._net
-    shapes = {i: shape_of(ex._mats[i]) for i in given}
-    inputs = {i: ex._mats[i] for i in given}
-    outputs = _outputs(net, index, given)
-    order = sorted({li for o in outputs for li in net._plan(o).order})
-    # what a plan writes out for numpy layers (and hands out) is checked against these copies,
-    # taken as the numpy path makes them (in-place layers change them afterwards)
-    watch = set(outputs)
-    for li in order:
-        if net._layers[li].type not in NATIVE_TYPES:
-            watch.update(net._layers[li].bottoms)
-    refs: dict[int, np.ndarray] = {}
-    const_layers = _constant_layers(net, order)
-    consts: dict[int, np.ndarray] = {}
-
-    def step(li, opt, light):
-        ret = ex._forward_cpu(li, opt, light)
-        if ret == 0:
-            for t in net._layers[li].tops:
-                m = ex._mats[t]
-                if m is not None:
-                    shapes[t] = shape_of(m)
-                    if t in watch:
-                        refs[t] = np.array(m.numpy(), copy=True)
-                    if li in const_layers:
-                        consts[t] = np.array(m.numpy(), dtype=np.float32, copy=True)
-        return ret
-
-    done: dict[int, Mat] = {}
-    for o in outputs:
-        if ex._mats[o] is None:
-            ret = ex._run_plan(o, step)
-            if ret != 0:
-                return ret
-        m = ex._mats[o]
-        if m is None:
-            return -1
-        done[o] = m
-    # a later output's numpy layers may have released an earlier one (light mode, in place)
-    # and the extra outputs computed here must not cost a later extract its inputs
-    for o, m in done.items():
-        ex._mats[o] = m
-    for i, m in inputs.items():
-        if ex._mats[i] is None:
-            ex._mats[i] = m
-    if not all(np.isfinite(a).all() for a in refs.values()):
-        return 0  # nothing to check a plan against: build one with the next (finite) input
-    try:
-        plan = NativePlan(net, order, outputs, shapes, opts, consts)
-    except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
-        if strict():
-            raise
-        log.warning("native plan: cannot build one for %r: %s", net._blobs[index].name, e)
-        net._native_plans.fail(key)
+        if plan.native_layers == 0:
+            plans.fail(key)
+            return 0
+        check = BlobState(view.consumer_counts)
+        for i, m in inputs.items():
+            check.mats[i] = m
+            # the caller's Mat (maybe over the caller's array): in-place layers copy first
+            check.shared.add(i)
+        got: dict[int, np.ndarray] = {}
+        with plan.lock:
+            ret = plan.run(check, reference.forward, opts, opt, got)
+        bad = [o for o in outputs if ret != 0 or check.mats[o] is None]
+        # every blob the native segments wrote out (the numpy layers after them are the same code)
+        bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
+        if bad:
+            msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"
+            if strict():
+                raise AssertionError(msg)
+            log.warning("%s: this shape keeps the numpy path", msg)
+            plans.fail(key)
+            return 0
+        plans.add(key, plan)
+        log.info(
+            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB",
+            name, plan.native_layers, len(order), len(plan._segments), plan.arena_bytes // 1024,
+        )  # fmt: skip
         return 0
-    if plan.native_layers == 0:
-        net._native_plans.fail(key)
-        return 0
-    check = Extractor(net)
-    check.opt = ex.opt.copy()
-    for i, m in inputs.items():
-        check._mats[i] = m
-        check._shared.add(i)  # the caller's Mat (maybe over the caller's array): in-place layers copy first
-    got: dict[int, np.ndarray] = {}
-    with plan.lock:
-        ret = plan.run(check, opts, ex.opt.num_threads, got)
-    bad = [o for o in outputs if ret != 0 or check._mats[o] is None]
-    # every blob the native segments wrote out (the numpy layers after them are the same code)
-    bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
-    if bad:
-        msg = f"native plan differs from the numpy layers at {[net._blobs[o].name for o in bad]}"
-        if strict():
-            raise AssertionError(msg)
-        log.warning("%s: this shape keeps the numpy path", msg)
-        net._native_plans.fail(key)
-        return 0
-    net._native_plans.add(key, plan)
-    log.info(
-        "native plan for %r: %d of %d layers native, %d segments, arena %d KiB",
-        net._blobs[index].name, plan.native_layers, len(order), len(plan._segments), plan.arena_bytes // 1024,
-    )  # fmt: skip
-    return 0

@@ -1,9 +1,10 @@
-"""The Vulkan side of the Extractor: layers recorded into one VkCompute, CPU layers in between.
+"""The Vulkan executor: layers recorded into one VkCompute, CPU layers in between.
 
-The GPU modules are imported only through ``_gpu()`` (tests replace it with a fake), so a
-CPU-only run never imports ``ncnn_c.gpu`` nor ``vulkan``. Blobs live in ``_vkmats`` while
-on the device; a CPU layer gets its GPU-only bottoms downloaded first, a GPU layer gets
-its host-only bottoms uploaded.
+The GPU modules are reached only through ``_gpu()``, a ``GpuApi`` of every name the Net and
+this executor use (tests replace it with a complete stand-in), so a CPU-only run never
+imports ``ncnn_c.gpu`` nor ``vulkan``. Blobs live in the state's ``vkmats`` while on the
+device; a CPU layer (run by the reference executor) gets its GPU-only bottoms downloaded
+first, a GPU layer gets its host-only bottoms uploaded.
 
 Replay. Recording an extract costs Python work per layer (shapes, bindings, descriptor
 writes: 50-150 us each), which on a fast GPU is most of the latency. What an extract records
@@ -16,39 +17,61 @@ layers between GPU layers split a recording into segments and run as usual in be
 a CPU layer whose output shape depends on the data (detection post-processing feeding a
 GPU layer) is noticed at its upload and the extract falls back to recording afresh.
 
-A recording is used by one extractor at a time (it holds the recording until ``clear()``
-or until it is dropped, because its blobs stay in the recording's buffers), so a few are
-kept per shape for concurrent extractors; later extracts of the same extractor record (and
-then replay) as children of the first. ``Net.replay_capacity`` bounds the shapes kept (0
-turns replay off).
+A recording is used by one extractor at a time (its BlobState holds it as its ``lease``
+until ``clear()`` or until it is dropped, because its blobs stay in the recording's
+buffers), so a few are kept per shape for concurrent extractors; later extracts of the same
+extractor record (and then replay) as children of the first (the state's ``cursor``).
+``Net.replay_capacity`` bounds the shapes kept (0 turns replay off).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-import types
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
+from ..errors import PipelineGone
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
 from .graph import call_hook, desc
-
-if TYPE_CHECKING:
-    from .core import Net
+from .reference import ReferenceExecutor, needs_unpack, unpack_fp32
+from .state import BlobState
+from .view import NetView
 
 log = logging.getLogger("ncnn_c")
 
 
-def _gpu() -> types.SimpleNamespace:
-    """The GPU modules, imported on first use (tests may replace this function)."""
-    from ..gpu import command, compiler, device, pipeline, pipelinecache, vkmat
+class GpuApi(NamedTuple):
+    """Every name of the GPU modules that the Net and the Vulkan executor use. All fields
+    are required, so a stand-in (tests) is complete: production code never asks what it has."""
+
+    get_gpu_count: Callable[[], int]
+    get_default_gpu_index: Callable[[], int]
+    get_gpu_device: Callable[..., Any]
+    PipelineCache: Callable[..., Any]
+    Pipeline: Callable[..., Any]
+    VkCompute: Callable[..., Any]
+    VkMat: Callable[..., Any]
+    effective_flags: Callable[..., dict]  # the shader option flags a device can honour
+    host_view: Callable[[int, int], Any]  # a writable view of mapped device memory
+    LOCAL_1D: tuple[int, int, int]  # the layout conversion's local size
+    without_shader_bits: Callable[[Option], Option]
+    is_fp16: Callable[[Any], bool]  # a VkMat's storage type
+    storage_fp16: Callable[[Option, Any], bool]  # the storage type of blobs on a device
+    preferred_elempack: Callable[[Any, Option], int]
+    record_convert: Callable[..., None]  # (cmd, pipeline, src, dst, elempack, fp16, opt)
+
+
+@functools.cache
+def _gpu_modules() -> GpuApi:
+    from ..gpu import _vk, command, compiler, device, pipeline, pipelinecache, vkmat
     from ..layer import vulkan as vklayer
 
-    return types.SimpleNamespace(
+    return GpuApi(
         get_gpu_count=device.get_gpu_count,
         get_default_gpu_index=device.get_default_gpu_index,
         get_gpu_device=device.get_gpu_device,
@@ -57,47 +80,54 @@ def _gpu() -> types.SimpleNamespace:
         VkCompute=command.VkCompute,
         VkMat=vkmat.VkMat,
         effective_flags=compiler.effective_flags,
-        layer=vklayer,
+        host_view=_vk.host_view,
+        LOCAL_1D=vklayer.LOCAL_1D,
+        without_shader_bits=vklayer.without_shader_bits,
+        is_fp16=vklayer.is_fp16,
+        storage_fp16=vklayer.storage_fp16,
+        preferred_elempack=vklayer.preferred_elempack,
+        record_convert=vklayer.record_convert,
     )
+
+
+def _gpu() -> GpuApi:
+    """The GPU modules, imported on first use (tests replace this function)."""
+    return _gpu_modules()
 
 
 def mask_device_features(opt: Option, vkdev) -> None:
     """Switch off the shader features ``vkdev`` lacks, as ncnn's Net does at load time, so
     every layer sees (and every cache key holds) what really runs."""
-    info = getattr(vkdev, "info", None)
-    effective_flags = getattr(_gpu(), "effective_flags", None)
-    if info is None or effective_flags is None:
-        return
-    for name, on in effective_flags(opt.shader_bits(), info).items():
+    for name, on in _gpu().effective_flags(opt.shader_bits(), vkdev.info).items():
         setattr(opt, name, on)
     # fp16 arithmetic without fp16 blobs is not what the user asked for (ncnn's rule)
     if not opt.use_fp16_packed and not opt.use_fp16_storage:
         opt.use_fp16_arithmetic = False
 
 
-def create_layout_pipeline(net: Net) -> int:
-    """The one pipeline every blob-form conversion of ``net`` uses (packing.comp), made in
-    load_model so that the first inference creates and compiles nothing."""
+def create_layout_pipeline(vkdev, opt: Option) -> Any:
+    """The one pipeline every blob-form conversion of a net uses (packing.comp), made in
+    load_model so that the first inference creates and compiles nothing; None on failure."""
     gpu = _gpu()
-    if not hasattr(gpu, "Pipeline"):
-        return 0  # a stand-in GPU module set (tests): blobs stay fp32 elempack 1
-    pipeline = gpu.Pipeline(net._vkdev)
-    pipeline.set_local_size_xyz(*gpu.layer.LOCAL_1D)
-    if pipeline.create("packing", gpu.layer.without_shader_bits(net.opt), []) != 0:
+    pipeline = gpu.Pipeline(vkdev)
+    pipeline.set_local_size_xyz(*gpu.LOCAL_1D)
+    if pipeline.create("packing", gpu.without_shader_bits(opt), []) != 0:
         log.error("load_model: cannot create the GPU layout conversion pipeline")
-        return -1
-    net._vk_layout = pipeline
-    return 0
-
-
-def _host_view(address: int, n: int):
-    from ..gpu._vk import host_view
-
-    return host_view(address, n)
+        return None
+    return pipeline
 
 
 def _signature(m: Mat) -> tuple:
     return (m.dims, m.w, m.h, m.d, m.c, m.elemsize, m.elempack)
+
+
+def _upload_source(mat: Mat | None) -> Mat | None:
+    """What an upload of host blob ``mat`` copies: fp32 elempack 1. 8-bit Mats (int8, and
+    uint8 arrays, whose bytes Mat keeps as int8) are widened by value, as the CPU layers
+    read them; GPU blobs have no 8-bit form."""
+    if mat is not None and (needs_unpack(mat) or mat.elemsize == mat.elempack == 1):
+        return unpack_fp32(mat)
+    return mat
 
 
 class _Segment:
@@ -120,11 +150,15 @@ class Recording:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.steps: list[_Segment | int] = []  # segments, and CPU layer indexes between them
-        # the extractor's state afterwards: blobs with a host Mat, _vkmats, _pending, _shared
+        # the state afterwards (BlobState.final): blobs with a host Mat, vkmats, pending, shared
         self.final: tuple | None = None
         # (the next extract's target, its LayerOptions) -> its recording
         self.children: dict[tuple, Recording] = {}
         self.broken = False  # its replay met a different shape: never replayed again
+
+    def release(self) -> None:
+        """The extractor holding it (as its state's lease) is done with it."""
+        self.lock.release()
 
     def destroy(self) -> None:
         """Free its command buffers now, or, while an extractor holds it, mark it never to
@@ -264,52 +298,22 @@ class _Run:
             self.seg.downloads.append(blob)
 
 
-class VulkanForward:
-    """Mixed into Extractor; uses its ``_mats``, ``_vkmats``, ``_pending``, ``_run_plan`` ..."""
+class VulkanExecutor:
+    """Runs a blob's plan with the GPU layers on the device, the others on the reference
+    executor, over a ``BlobState``; replays recorded extracts (module docstring)."""
 
-    _net: Net
-    opt: Option
-    _mats: list
-    _vkmats: list
-    _pending: list[int]
-    _shared: set[int]
-    _partial: bool
-    _vk_garbage: list
-    _run_plan: Callable[..., int]
-    _forward_cpu: Callable[..., int]
-    _consumed: Callable[..., None]
-    _layer_options: Callable[[], list]
-    # replay: the root recording this extractor holds, the node its state now matches
-    # (None once an input() or a plain extract made it differ), and that node's key
-    _held: Recording | None = None
-    _held_key: tuple | None = None
-    _cursor: Recording | None = None
+    __slots__ = ("_view", "_reference")
 
-    def _release_replay(self) -> None:
-        """Give back the recording this extractor holds (its state must not use it any more)."""
-        held = self._held
-        self._cursor = None
-        if held is not None:
-            self._held = self._held_key = None
-            held.lock.release()
+    def __init__(self, view: NetView, reference: ReferenceExecutor) -> None:
+        self._view = view
+        self._reference = reference
 
-    def _replay_key(self, index: int) -> tuple | None:
-        """The key of a fresh extractor's extract of ``index``: target, option values (the
-        net's LayerOptions object, replaced whenever they change; held by the key, so its
-        identity is never reused) and the given inputs' shapes. None when not fresh."""
-        if self._partial:
-            return None
-        self._layer_options()  # make sure _layer_opts is for the current option values
-        # a fresh extractor's shared blobs are exactly the ones given with input()
-        mats = self._mats
-        inputs = tuple((b, _signature(mats[b])) for b in sorted(self._shared) if mats[b] is not None)
-        return (index, self._net._layer_opts, inputs)
-
-    def _extract_vk_held(self, index: int) -> int:
-        """``_extract_vk`` holding a use of the device and of the pipeline cache, so neither
-        frees a handle while this extract records or runs (gpu/lifetime.py); -1 when one of
-        them is destroyed or going."""
-        counts = (getattr(self._net._vkdev, "uses", None), getattr(self.opt.pipeline_cache, "uses", None))
+    def extract(self, state: BlobState, index: int, opt: Option) -> int:
+        """Compute blob ``index`` holding a use of the device and of the pipeline cache, so
+        neither frees a handle while this extract records or runs (gpu/lifetime.py); -1 when
+        one of them is destroyed or going."""
+        cache = opt.pipeline_cache
+        counts = (self._view.vkdev.uses, cache.uses if cache is not None else None)
         held = []
         try:
             for c in counts:
@@ -321,214 +325,204 @@ class VulkanForward:
                     )
                     return -1
                 held.append(c)
-            return self._extract_vk(index)
+            return self._extract(state, index, opt)
         finally:
             for c in reversed(held):
                 c.exit()
 
-    def _extract_vk(self, index: int) -> int:
-        gpu = _gpu()
-        net = self._net
+    def _replay_key(self, state: BlobState, index: int, opt: Option) -> tuple | None:
+        """The key of a fresh extractor's extract of ``index``: target, option values (the
+        net's LayerOptions object, replaced whenever they change; held by the key, so its
+        identity is never reused) and the given inputs' shapes. None when not fresh."""
+        if state.partial:
+            return None
+        lo = self._view.layer_options(opt)
+        # a fresh extractor's shared blobs are exactly the ones given with input()
+        mats = state.mats
+        inputs = tuple((b, _signature(m)) for b in sorted(state.shared) if (m := mats[b]) is not None)
+        return (index, lo, inputs)
+
+    def _extract(self, state: BlobState, index: int, opt: Option) -> int:
+        view = self._view
         rec = None
         key = None
         child_key = None
         fresh = False
-        capacity = getattr(net, "replay_capacity", 0)
-        if capacity > 0 and getattr(gpu, "layer", None) is not None:
-            if self._cursor is not None:
-                self._layer_options()
-                child_key = (index, net._layer_opts)
-                child = self._cursor.children.get(child_key)
+        capacity = view.replay_capacity
+        if capacity > 0:
+            cursor = state.cursor
+            if cursor is not None:
+                child_key = (index, view.layer_options(opt))
+                child = cursor.children.get(child_key)
                 if child is not None and not child.broken:
-                    return self._replay(child, index)
+                    return self._replay(state, child, index, opt)
                 if child is None:
                     rec, fresh = Recording(), True
-            elif self._held is None:
-                key = self._replay_key(index)
+            elif state.lease is None:
+                key = self._replay_key(state, index, opt)
                 if key is not None:
-                    rec, fresh = net._replays.take(key, capacity)
+                    rec, fresh = view.replays.take(key, capacity)
                     if rec is not None and not fresh:
-                        self._held, self._held_key = rec, key
-                        return self._replay(rec, index)
-        run = _Run(gpu, net._vkdev, rec if fresh else None)
-        ret = self._extract_run(index, run)
+                        state.lease = rec
+                        return self._replay(state, rec, index, opt)
+        run = _Run(_gpu(), view.vkdev, rec if fresh else None)
+        ret = self._extract_run(state, index, run, opt)
         if rec is None:
-            self._cursor = None  # the state now differs from every recording's
+            state.cursor = None  # the state now differs from every recording's
             return ret
         if ret != 0 or run.rec is None:
-            self._cursor = None
+            state.cursor = None
             if key is not None:
-                net._replays.drop(key, rec)
+                view.replays.drop(key, rec)
             else:
                 rec.destroy()
             return ret
-        rec.final = (
-            tuple(i for i, m in enumerate(self._mats) if m is not None),
-            list(self._vkmats),
-            list(self._pending),
-            set(self._shared),
-        )
-        net._replays.recorded += 1
+        rec.final = state.final()
+        view.replays.recorded += 1
         if key is not None:
-            self._held, self._held_key = rec, key
+            state.lease = rec
         else:
-            assert self._cursor is not None and child_key is not None
-            self._cursor.children[child_key] = rec
-        self._cursor = rec
+            assert state.cursor is not None and child_key is not None
+            state.cursor.children[child_key] = rec
+        state.cursor = rec
         return 0
 
-    def _extract_run(self, index: int, run: _Run) -> int:
+    def _extract_run(self, state: BlobState, index: int, run: _Run, opt: Option) -> int:
         gpu = run.gpu
-        if self._vkmats[index] is None:
+        if state.vkmats[index] is None:
 
-            def step(li, opt, light):
-                return self._forward_layer_vk(li, run, gpu, opt, light)
+            def step(state: BlobState, li: int, layer_opt: Option, light: bool) -> int:
+                return self._forward_layer(state, li, run, layer_opt, light)
 
-            ret = self._run_plan(index, step)
+            ret = self._reference.run_plan(state, index, opt, step)
             if ret != 0:
                 return ret
-        if self._mats[index] is None:
+        if state.mats[index] is None:
             m = Mat()
-            self._record_download(run.cmd, gpu, self._vkmats[index], m, self.opt)
+            self._record_download(run.cmd, gpu, state.vkmats[index], m, opt)
             run.downloaded(index)
             ret = run.cmd.submit_and_wait()
             if ret != 0:
                 log.error("extract: GPU submit failed (%d)", ret)
                 return ret
-            self._mats[index] = m
+            state.mats[index] = m
         else:
             ret = run.cmd.submit_and_wait()
-        self._vk_garbage.clear()
+        state.vk_garbage.clear()
         return ret
 
-    def _replay(self, rec: Recording, index: int) -> int:
-        """Run ``rec`` again with this extractor's inputs; fall back to recording afresh when
+    def _replay(self, state: BlobState, rec: Recording, index: int, opt: Option) -> int:
+        """Run ``rec`` again with this state's inputs; fall back to recording afresh when
         a CPU layer's output no longer has the recorded shape."""
-        from ..errors import PipelineGone
-
-        opts = self._layer_options()
-        light = bool(self.opt.lightmode)
-        mats = self._mats
-        saved = (list(mats), list(self._vkmats), list(self._pending), set(self._shared), self._partial)
+        view = self._view
+        gpu = _gpu()
+        opts = view.layer_options(opt).per_layer
+        light = bool(opt.lightmode)
+        mats = state.mats
+        saved = state.copy()
+        forward = self._reference.forward
         for step in rec.steps:
             if isinstance(step, int):
-                ret = self._forward_cpu(step, opts[step], light)
+                ret = forward(state, step, opts[step], light)
                 if ret != 0:
                     return ret
                 continue
             for b, address, n, sig in step.uploads:
-                m = self._upload_source(mats[b])
+                m = _upload_source(mats[b])
                 if m is None or _signature(m) != sig:
                     log.info("extract: a CPU layer's output shape changed; recording this extract afresh")
-                    return self._replay_fallback(rec, index, saved)
+                    return self._replay_fallback(state, rec, index, saved, opt)
                 # a Mat over an array (one channel) ends where its data does, before the padding
                 src = m.raw()[:n]
-                _host_view(address, len(src))[:] = src
+                gpu.host_view(address, len(src))[:] = src
             try:
-                outs = step.cmd.replay(self.opt)
+                outs = step.cmd.replay(opt)
             except PipelineGone:
                 # the plain path reports it, or records with the pipelines made since
-                return self._replay_fallback(rec, index, saved)
+                return self._replay_fallback(state, rec, index, saved, opt)
             if outs is None:
                 return -1
             for b, m in zip(step.downloads, outs, strict=True):
                 mats[b] = m
         assert rec.final is not None
-        with_mat, vkmats, pending, shared = rec.final
-        keep = set(with_mat)
-        for i, m in enumerate(mats):
-            if m is not None and i not in keep:
-                mats[i] = None
-        self._vkmats = list(vkmats)
-        self._pending = list(pending)
-        self._shared = set(shared)
-        self._partial = True
-        self._cursor = rec
-        self._net._replays.replayed += 1
+        state.restore_final(rec.final, rec)
+        view.replays.replayed += 1
         return 0
 
-    def _replay_fallback(self, rec: Recording, index: int, saved: tuple) -> int:
+    def _replay_fallback(
+        self, state: BlobState, rec: Recording, index: int, saved: BlobState, opt: Option
+    ) -> int:
         """``rec`` cannot be replayed (a recorded upload no longer has the recorded shape,
         or a pipeline is gone): never replay it again; put the state back as it was before
         the replay and compute this extract without replay."""
         rec.broken = True
-        mats, vkmats, pending, shared, partial = saved
-        self._mats, self._vkmats, self._pending, self._shared, self._partial = (
-            mats, vkmats, pending, shared, partial,
-        )  # fmt: skip
-        self._cursor = None
-        return self._extract_run(index, _Run(_gpu(), self._net._vkdev, None))
+        state.restore(saved)
+        return self._extract_run(state, index, _Run(_gpu(), self._view.vkdev, None), opt)
 
-    def _forward_layer_vk(self, li: int, run: _Run, gpu, opt, light: bool) -> int:
-        layer = self._net._layers[li]
+    def _forward_layer(self, state: BlobState, li: int, run: _Run, opt: Option, light: bool) -> int:
+        layer = self._view.layers[li]
         if layer.support_vulkan and layer.vkdev is not None and opt.use_vulkan_compute:
-            return self._do_forward_layer_vk(li, layer, run, gpu, opt, light)
+            return self._forward_layer_gpu(state, li, layer, run, opt, light)
         # a CPU layer: bring GPU-only bottoms back first
         downloads = False
+        mats = state.mats
         for b in layer.bottoms:
-            if self._mats[b] is None:
+            if mats[b] is None:
                 m = Mat()
-                self._record_download(run.cmd, gpu, self._vkmats[b], m, opt)
+                self._record_download(run.cmd, run.gpu, state.vkmats[b], m, opt)
                 run.downloaded(b)
-                self._mats[b] = m
+                mats[b] = m
                 downloads = True
         if downloads:
             ret = run.submit()
             if ret != 0:
                 log.error("forward: GPU submit before layer %r failed (%d)", layer.name, ret)
                 return ret
-            self._vk_garbage.clear()
+            state.vk_garbage.clear()
         run.cpu_layer(li)
-        return self._forward_cpu(li, opt, light)
+        return self._reference.forward(state, li, opt, light)
 
     # -- blob forms -------------------------------------------------------------------------
-    def _convert(self, cmd, gpu, m, elempack: int, fp16: bool, opt):
+    def _convert(self, cmd, gpu: GpuApi, m, elempack: int, fp16: bool, opt: Option):
         """``m`` in the form (elempack, fp16): ``m`` itself, or a converted copy."""
-        if getattr(gpu, "layer", None) is None or (m.elempack == elempack and gpu.layer.is_fp16(m) == fp16):
+        if m.elempack == elempack and gpu.is_fp16(m) == fp16:
             return m
         out = gpu.VkMat()
-        gpu.layer.record_convert(cmd, self._net._vk_layout, m, out, elempack, fp16, opt)
+        gpu.record_convert(cmd, self._view.vk_layout, m, out, elempack, fp16, opt)
         return out
 
-    def _record_download(self, cmd, gpu, m, dst: Mat, opt) -> None:
+    def _record_download(self, cmd, gpu: GpuApi, m, dst: Mat, opt: Option) -> None:
         """Download ``m`` as fp32 elempack 1 (converted on the GPU first when it is not)."""
         cmd.record_download(self._convert(cmd, gpu, m, 1, False, opt), dst, opt)
 
-    @staticmethod
-    def _upload_source(mat: Mat | None) -> Mat | None:
-        """What an upload of host blob ``mat`` copies: fp32 elempack 1. 8-bit Mats (int8, and
-        uint8 arrays, whose bytes Mat keeps as int8) are widened by value, as the CPU layers
-        read them; GPU blobs have no 8-bit form."""
-        from .extractor import _needs_unpack, _unpack_fp32
-
-        if mat is not None and (_needs_unpack(mat) or mat.elemsize == mat.elempack == 1):
-            return _unpack_fp32(mat)
-        return mat
-
-    def _upload(self, run: _Run, gpu, b: int, layer: Layer, opt):
+    def _upload(self, state: BlobState, run: _Run, b: int, layer: Layer, opt: Option):
         """Upload host blob ``b`` as fp32 elempack 1 and convert it on the GPU to the form
         its consumer ``layer`` works in: its storage type, packed when the layer packs."""
-        cmd = run.cmd
-        mat = self._upload_source(self._mats[b])
+        cmd, gpu = run.cmd, run.gpu
+        mat = _upload_source(state.mats[b])
         assert mat is not None  # the plan runs every producer first
         vk = gpu.VkMat()
         run.uploaded(b, cmd.record_upload(mat, vk, opt), _signature(mat))
-        if getattr(gpu, "layer", None) is None or vk.dims == 0:
+        if vk.dims == 0:
             return vk
-        elempack = gpu.layer.preferred_elempack(vk, opt) if layer.support_packing else 1
-        return self._convert(cmd, gpu, vk, elempack, gpu.layer.storage_fp16(opt, self._net._vkdev), opt)
+        elempack = gpu.preferred_elempack(vk, opt) if layer.support_packing else 1
+        return self._convert(cmd, gpu, vk, elempack, gpu.storage_fp16(opt, self._view.vkdev), opt)
 
-    def _do_forward_layer_vk(self, li: int, layer: Layer, run: _Run, gpu, opt, light: bool) -> int:
-        cmd = run.cmd
+    def _forward_layer_gpu(
+        self, state: BlobState, li: int, layer: Layer, run: _Run, opt: Option, light: bool
+    ) -> int:
+        cmd, gpu = run.cmd, run.gpu
+        vkmats = state.vkmats
         for b in layer.bottoms:
-            if self._vkmats[b] is None:
-                self._vkmats[b] = self._upload(run, gpu, b, layer, opt)
+            if vkmats[b] is None:
+                vkmats[b] = self._upload(state, run, b, layer, opt)
         inplace = light and layer.support_inplace
-        fp16 = getattr(gpu, "layer", None) is not None and gpu.layer.storage_fp16(opt, self._net._vkdev)
+        fp16 = gpu.storage_fp16(opt, self._view.vkdev)
+        pending = state.pending
 
         def bottom_vk(b):
-            m = self._vkmats[b]
-            if getattr(m, "dims", 0):
+            m = vkmats[b]
+            if m.dims:
                 # the form this layer works in: its storage type, unpacked unless it packs
                 elempack = m.elempack if layer.support_packing else 1
                 c = self._convert(cmd, gpu, m, elempack, fp16, opt)
@@ -536,7 +530,7 @@ class VulkanForward:
                     return c  # a private copy: in place needs no clone
             # device blobs are never handed to callers (extract downloads), so only
             # other pending consumers force a copy
-            if inplace and self._pending[b] > 1:
+            if inplace and pending[b] > 1:
                 c = gpu.VkMat()
                 cmd.record_clone(m, c, opt)
                 return c
@@ -562,8 +556,9 @@ class VulkanForward:
         if ret != 0:
             log.error("forward: %s failed on the GPU (%s)", desc(li, layer), ret)
             return ret if isinstance(ret, int) else -1
-        self._consumed(layer, light)
+        state.consume(layer.bottoms, light)
+        mats = state.mats
         for t, m in zip(layer.tops, tops, strict=False):
-            self._vkmats[t] = m
-            self._mats[t] = None
+            vkmats[t] = m
+            mats[t] = None
         return 0
