@@ -1,4 +1,4 @@
-"""Each native form of a layer in the CPU plan (ncnn_c/net/native.py), one small network at a
+"""Each native form of a layer in the CPU plan (ncnn_c/net/native/), one small network at a
 time: the plan must run it natively (no numpy segment unless the case is one that stays
 numpy), agree with the numpy layers it replaces and with the PyPI ncnn.
 
@@ -19,6 +19,7 @@ from oracle import assert_close, run_ncnn
 import ncnn_c
 from ncnn_c._native import dnnl
 from ncnn_c.net import native
+from ncnn_c.net.native.ops import shape as shape_ops
 from ncnn_c.tools.randbin import random_weights
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="oneDNN is not installed")
@@ -103,7 +104,7 @@ def check(
     plans = [p for ps in net._native_plans._plans.values() for p in ps]
     assert len(plans) == 1, "no plan was built"
     plan = plans[0]
-    numpy_segments = [net._layers[s.layer].type for s in plan._segments if s.layer >= 0]
+    numpy_segments = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
     assert len(numpy_segments) == numpy_layers, f"numpy layers in the plan: {numpy_segments}"
     got = run()
     for g_out, n_out in zip(got, numpy_result, strict=True):
@@ -206,7 +207,7 @@ def test_zero_padding_folds_into_the_next_convolution(tmp_path):
     ]
     plan = check(tmp_path, lines, {"data": (8, 11, 11)}, ["out"])
     # the input's import, the convolution, the export: no padding primitive
-    assert len(plan._segments[0].steps) == 3
+    assert len(plan.segments[0].steps) == 3
 
 
 @pytest.mark.parametrize(
@@ -307,7 +308,7 @@ def test_batchnorm_scale_bias_fold_into_the_convolution(tmp_path):
     ]
     plan = check(tmp_path, lines, {"data": (3, 7, 6)}, ["out"])
     assert plan.native_layers == 5
-    assert len(plan._segments[0].steps) == 3  # import, convolution (all of it), export
+    assert len(plan.segments[0].steps) == 3  # import, convolution (all of it), export
 
 
 def test_batchnorm_folds_into_an_inner_product(tmp_path):
@@ -317,7 +318,7 @@ def test_batchnorm_folds_into_an_inner_product(tmp_path):
         "BatchNorm bn 1 1 a out 0=10",
     ]
     plan = check(tmp_path, lines, {"data": (24, 1, 1)}, ["out"])
-    assert len(plan._segments[0].steps) == 3
+    assert len(plan.segments[0].steps) == 3
 
 
 @pytest.mark.parametrize(
@@ -380,7 +381,7 @@ def test_elementwise(tmp_path, layer, positive):
     if not positive:
         lines = [_in(3, 5, 4), conv("c", "data", "a", 3, 16), layer]
         plan = check(tmp_path, lines, {"data": (3, 5, 4)}, ["out"])
-        assert len(plan._segments[0].steps) == 3
+        assert len(plan.segments[0].steps) == 3
 
 
 def test_unary_round_halves_to_even(tmp_path):
@@ -426,7 +427,7 @@ def test_deconvolution_takes_batchnorm_and_activation(tmp_path):
         "Sigmoid s 1 1 c out",
     ]
     plan = check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
-    assert len(plan._segments[0].steps) == 4  # import, convolution, deconvolution, export
+    assert len(plan.segments[0].steps) == 4  # import, convolution, deconvolution, export
 
 
 # -- broadcasting binary ops, reductions, constants ---------------------------------------------
@@ -537,7 +538,7 @@ def test_priorbox_is_a_constant_of_the_plan(tmp_path):
         "Pooling gp 1 1 f2b g 0=1 4=1",
     ]
     plan = check(tmp_path, lines, {"data": (3, 32, 32)}, ["out", "g"])
-    assert plan.native_layers == 9 and len(plan._segments) == 1
+    assert plan.native_layers == 9 and len(plan.segments) == 1
 
 
 def test_eltwise_product_max_and_weighted_sum(tmp_path, layout):
@@ -583,7 +584,7 @@ def test_a_shufflenet_block_is_one_segment(tmp_path, layout, threads):
         "ShuffleChannel sh 1 1 cat out 0=2",
     ]
     plan = check(tmp_path, lines, {"data": (3, 10, 10)}, ["out"], threads=threads)
-    assert len(plan._segments) == 1 and plan.native_layers == 9
+    assert len(plan.segments) == 1 and plan.native_layers == 9
 
 
 # -- fusions ------------------------------------------------------------------------------------
@@ -603,7 +604,7 @@ def test_a_residual_add_and_its_activation_go_into_the_later_convolution(tmp_pat
     # c1 cannot take the add (b does not exist yet when it runs); c2 takes the add and the ReLU:
     # the input's import (and a copy in the other layout the second convolution takes), c1,
     # c2 with both post-ops, the export
-    assert plan.native_layers == 5 and len(plan._segments[0].steps) <= 5 + (layout == "acdb")
+    assert plan.native_layers == 5 and len(plan.segments[0].steps) <= 5 + (layout == "acdb")
 
 
 def test_a_residual_add_reads_a_numpy_layers_result(tmp_path):
@@ -628,7 +629,7 @@ def test_a_binary_op_takes_the_activation_after_it(tmp_path, layout):
         "Sigmoid sg 1 1 s out",
     ]
     plan = check(tmp_path, lines, {"data": (3, 8, 8)}, ["out"])
-    assert plan.native_layers == 6 and len(plan._segments[0].steps) <= 6
+    assert plan.native_layers == 6 and len(plan.segments[0].steps) <= 6
 
 
 def test_a_gemm_deconvolution_keeps_its_post_ops_apart(tmp_path):
@@ -661,14 +662,15 @@ SHUFFLED_CONCAT = [
 def test_a_concat_is_written_straight_into_its_shuffle(tmp_path, monkeypatch, layout, params, fused):
     # with 2 groups of 16 channels the 8-channel parts hold no whole group: a concat first
     concats = []
-    make = native.NativePlan._concat
+    make = shape_ops.concat
 
-    def concat(self, layer, seg, opt):
+    def concat(plan, layer, seg, opt, chain):
         concats.append(layer.name)
-        return make(self, layer, seg, opt)
+        return make(plan, layer, seg, opt, chain)
 
-    monkeypatch.setitem(native._LAYER_METHODS, "Concat", concat)
-    monkeypatch.setattr(native.NativePlan, "_concat", concat)
+    # the registry's builder, and the one a deferred Concat is made with
+    monkeypatch.setitem(native.BUILDERS, "Concat", concat)
+    monkeypatch.setattr(shape_ops, "concat", concat)
     lines = [*SHUFFLED_CONCAT, f"ShuffleChannel sh 1 1 cat out {params}"]
     plan = check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"])
     assert plan.native_layers == 6 and (concats == []) == fused
@@ -678,6 +680,6 @@ def test_a_pending_concat_is_made_when_its_shuffle_cannot_take_it(tmp_path, monk
     def refuse(*args):
         raise native.Unsupported("refused by the test")
 
-    monkeypatch.setattr(native.NativePlan, "_shuffle_parts", refuse)
+    monkeypatch.setattr(shape_ops, "shuffle_parts", refuse)
     lines = [*SHUFFLED_CONCAT, "ShuffleChannel sh 1 1 cat out 0=4"]
     check(tmp_path, lines, {"data": (3, 6, 5)}, ["out"], numpy_layers=1)

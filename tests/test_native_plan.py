@@ -1,4 +1,4 @@
-"""The native CPU plan (ncnn_c/net/native.py): recorded once per input shape, then run in
+"""The native CPU plan (ncnn_c/net/native/): recorded once per input shape, then run in
 oneDNN primitives; numpy layers in between where there is no native form.
 
 Checked here: the plan agrees with the numpy path and with the PyPI ncnn; its lifetime
@@ -86,7 +86,7 @@ def test_a_new_input_shape_records_a_new_plan_and_both_stay():
 
 
 def test_plans_are_bounded_and_dropped_with_the_weights(monkeypatch):
-    monkeypatch.setattr(native, "CAPACITY", 2)
+    monkeypatch.setattr(native.plan, "CAPACITY", 2)
     net = _net()
     for size in (64, 80, 96):
         _run(net, _x(size, (3, size, size)))
@@ -195,7 +195,7 @@ def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
     got = _run(net, x, "out")
     assert_close(got, ref, 1e-5)
     (plan,) = next(iter(net._native_plans._plans.values()))
-    assert plan.native_layers == 2 and len(plan._segments) == 3
+    assert plan.native_layers == 2 and len(plan.segments) == 3
     ret, oracle = run_ncnn(param + "\n", (tmp_path / "m.bin").read_bytes(), [x], 1, ["data"], ["out"])
     assert ret == 0
     assert_close(got, oracle[0], 1e-4)
@@ -258,7 +258,7 @@ def test_benchmark_networks_run_natively(model, monkeypatch):
             outs.append(np.array(m.numpy(), copy=True))
         results.append(outs)
     (plan,) = [p for ps in net._native_plans._plans.values() for p in ps]
-    numpy_layers = [net._layers[s.layer].type for s in plan._segments if s.layer >= 0]
+    numpy_layers = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
     assert numpy_layers == NUMPY_LAYERS.get(model, [])
     for (name, typ), got, ref in zip(outputs, results[1], results[0], strict=True):
         if "Detection" not in typ:

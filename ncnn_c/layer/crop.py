@@ -90,6 +90,13 @@ class Crop(Layer):
     def numpy_style(self) -> bool:
         return bool(self.starts.size and self.ends.size) or self._exprs is not None
 
+    def param_box(self, shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
+        """(offset, size) per numpy axis of an input of ``shape`` when the params alone
+        decide it; None when a reference blob or an expression does (or on a bad param)."""
+        if not self.one_blob_only or self._exprs is not None:
+            return None
+        return self._box_from_arrays(shape) if self.numpy_style() else self._box_from_params(shape)
+
     def _check_exprs(self) -> int | None:
         """Compile the expression params; the most inputs they name (None, logged, on error)."""
         self._exprs = None

@@ -197,6 +197,11 @@ class Interp(Layer):
         self.one_blob_only = not self.dynamic_target_size and refs <= 1
         return 0
 
+    def sized_by_params(self) -> bool:
+        """Whether the output size comes from the params and the input's size alone, not
+        from a reference blob or a size expression."""
+        return self.one_blob_only and self._size_expr is None
+
     def _expr_size(self, bottoms: list[Mat]) -> tuple[int, int] | None:
         """(outw, outh) from size_expr; one value keeps the input's h. None (logged) on failure."""
         assert self._size_expr is not None

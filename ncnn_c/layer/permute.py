@@ -48,6 +48,14 @@ class Permute(Layer):
         self.one_blob_only = True
         self.support_inplace = False
 
+    def transpose_axes(self, dims: int) -> tuple[int, ...] | None:
+        """The numpy axes (``ndarray.transpose``) of the output of a ``dims``-D blob (2..4);
+        None when ``order_type`` does not apply to that rank."""
+        orders = _AXES.get(dims)
+        if orders is None or self.order_type >= len(orders):
+            return None
+        return orders[self.order_type]
+
     def check_params(self) -> int:
         if not 0 <= self.order_type < 24:
             log.error("Permute %r: order_type %d is not in 0..23", self.name, self.order_type)

@@ -67,7 +67,7 @@ class Net:
         # the most input shapes remembered (each keeps its blobs' GPU memory), 0: no replay
         self.replay_capacity = 8
         self._replays = ReplayCache()
-        # CPU: native plans recorded per input shape (native.py); they hold what they read
+        # CPU: native plans recorded per input shape (native/); they hold what they read
         # of the weights, so they are dropped with the layers
         self._native_plans = NativePlans()
         # False: the CPU runs the numpy layers only (the reference path); NCNN_C_NATIVE_PLAN=0

@@ -27,6 +27,7 @@ from .vulkan_forward import VulkanExecutor
 
 log = logging.getLogger("ncnn_c")
 
+
 class Executor(Protocol):
     """A backend: computes blob ``index`` into ``state`` (its return code: 0, or an error
     already logged), or declines with None, leaving the state as it was."""

@@ -1,0 +1,210 @@
+"""The native plan as an executor: record a plan on the first extract of a shape, check it
+against the numpy layers, run it on the later ones.
+
+Recording runs the reference executor and logs every blob's shape (and copies of what a
+plan will have to reproduce); the plan is then built from the log and run once on a fresh
+``BlobState`` beside the caller's: it must give the numpy result at every blob it writes out
+(relative L2 <= ``VERIFY_TOL``, the same non-finite cells), or that shape keeps the numpy
+path (logged; ``NCNN_C_NATIVE_STRICT=1`` makes it an error, for tests).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+
+from ...mat import Mat
+from ...option import Option
+from ..reference import ReferenceExecutor
+from ..state import BlobState
+from ..view import NetView
+from .ops import NATIVE_TYPES, OPS
+from .plan import NativePlan, NativePlans, available, builtin, shape_of, skipped_types
+
+log = logging.getLogger("ncnn_c")
+
+VERIFY_TOL = 1e-4
+
+
+def strict() -> bool:
+    return os.environ.get("NCNN_C_NATIVE_STRICT") == "1"
+
+
+def close_enough(got: np.ndarray, ref: np.ndarray) -> bool:
+    got = np.asarray(got, np.float64)
+    ref = np.asarray(ref, np.float64)
+    if got.shape != ref.shape:
+        return False
+    fin = np.isfinite(ref)
+    if not np.array_equal(np.isfinite(got), fin) or not np.array_equal(got[~fin], ref[~fin], equal_nan=True):
+        return False
+    den = np.linalg.norm(ref[fin])
+    num = np.linalg.norm(got[fin] - ref[fin])
+    return bool(num <= VERIFY_TOL * den or (den == 0 and num <= 1e-6))
+
+
+class NativeExecutor:
+    """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
+    records one (on the reference executor) when there is none, or returns None when the
+    reference executor must run (no plan possible; the state is then untouched)."""
+
+    __slots__ = ("_view", "_reference")
+
+    def __init__(self, view: NetView, reference: ReferenceExecutor) -> None:
+        self._view = view
+        self._reference = reference
+
+    def _outputs(self, index: int, given: set[int]) -> list[int]:
+        """``index`` and every other output of the net (a blob nobody reads) that the given
+        inputs can compute: a plan computes them all, since callers extract them all."""
+        view = self._view
+        blobs = view.blobs
+        outs = [index]
+        for b, n in enumerate(view.consumer_counts):
+            if n == 0 and b != index and blobs[b].producer >= 0:
+                if set(view.plan(b).sources) <= given:
+                    outs.append(b)
+        return outs
+
+    def extract(self, state: BlobState, index: int, opt: Option) -> int | None:
+        """Compute blob ``index`` with the native plan of this input shape: its return code,
+        or None when the numpy path must run."""
+        view = self._view
+        if state.partial or not view.native_enabled or not available():
+            return None
+        mats = state.mats
+        inputs = {i: m for i, m in enumerate(mats) if m is not None}
+        for m in inputs.values():
+            if m.elemsize != 4 or m.elempack != 1:
+                return None
+        lo = view.layer_options(opt)
+        opts = lo.per_layer
+        key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))
+        plans: NativePlans = view.native_plans
+        plan = plans.take(key)
+        if plan is not None:
+            saved = list(mats)
+            try:
+                ret = plan.run(state, self._reference.forward, opts, opt)
+            finally:
+                plan.lock.release()
+            if ret == 0:
+                state.partial = True
+                return 0
+            log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
+            state.mats = saved
+            return None
+        if not plans.wanted(key):
+            return None
+        return self._record(state, index, key, inputs, opt, opts)
+
+    def _constant_layers(self, order: list[int]) -> set[int]:
+        """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
+        reads only its inputs' shapes, fixed per plan), and layers that read only those. A plan
+        keeps what they gave on its recording run."""
+        if "constant" in skipped_types():
+            return set()
+        layers = self._view.layers
+        blobs: set[int] = set()
+        out: set[int] = set()
+        for li in order:
+            layer = layers[li]
+            if not builtin(layer) or not layer.tops or layer.type in skipped_types():
+                continue
+            if layer.type in ("MemoryData", "PriorBox") or (layer.bottoms and set(layer.bottoms) <= blobs):
+                out.add(li)
+                blobs.update(layer.tops)
+        return out
+
+    def _record(
+        self, state: BlobState, index: int, key: tuple, inputs: dict[int, Mat], opt: Option, opts
+    ) -> int:
+        """The numpy path, logging every blob's shape; then a plan built from the log, checked
+        against what the numpy path computed."""
+        view = self._view
+        reference = self._reference
+        layers = view.layers
+        shapes = {i: shape_of(m) for i, m in inputs.items()}
+        outputs = self._outputs(index, set(inputs))
+        order = sorted({li for o in outputs for li in view.plan(o).order})
+        # what a plan writes out for numpy layers (and hands out) is checked against these
+        # copies, taken as the numpy path makes them (in-place layers change them afterwards)
+        watch = set(outputs)
+        for li in order:
+            if layers[li].type not in NATIVE_TYPES:
+                watch.update(layers[li].bottoms)
+        refs: dict[int, np.ndarray] = {}
+        const_layers = self._constant_layers(order)
+        consts: dict[int, np.ndarray] = {}
+
+        def step(state: BlobState, li: int, layer_opt: Option, light: bool) -> int:
+            ret = reference.forward(state, li, layer_opt, light)
+            if ret == 0:
+                for t in layers[li].tops:
+                    m = state.mats[t]
+                    if m is not None:
+                        shapes[t] = shape_of(m)
+                        if t in watch:
+                            refs[t] = np.array(m.numpy(), copy=True)
+                        if li in const_layers:
+                            consts[t] = np.array(m.numpy(), dtype=np.float32, copy=True)
+            return ret
+
+        done: dict[int, Mat] = {}
+        for o in outputs:
+            if state.mats[o] is None:
+                ret = reference.run_plan(state, o, opt, step)
+                if ret != 0:
+                    return ret
+            m = state.mats[o]
+            if m is None:
+                return -1
+            done[o] = m
+        # a later output's numpy layers may have released an earlier one (light mode, in
+        # place) and the extra outputs computed here must not cost a later extract its inputs
+        for o, m in done.items():
+            state.mats[o] = m
+        for i, m in inputs.items():
+            if state.mats[i] is None:
+                state.mats[i] = m
+        if not all(np.isfinite(a).all() for a in refs.values()):
+            return 0  # nothing to check a plan against: build one with the next (finite) input
+        plans: NativePlans = view.native_plans
+        name = view.blobs[index].name
+        try:
+            plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts)
+        except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
+            if strict():
+                raise
+            log.warning("native plan: cannot build one for %r: %s", name, e)
+            plans.fail(key)
+            return 0
+        if plan.native_layers == 0:
+            plans.fail(key)
+            return 0
+        check = BlobState(view.consumer_counts)
+        for i, m in inputs.items():
+            check.mats[i] = m
+            # the caller's Mat (maybe over the caller's array): in-place layers copy first
+            check.shared.add(i)
+        got: dict[int, np.ndarray] = {}
+        with plan.lock:
+            ret = plan.run(check, reference.forward, opts, opt, got)
+        bad = [o for o in outputs if ret != 0 or check.mats[o] is None]
+        # every blob the native segments wrote out (the numpy layers after them are the same code)
+        bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
+        if bad:
+            msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"
+            if strict():
+                raise AssertionError(msg)
+            log.warning("%s: this shape keeps the numpy path", msg)
+            plans.fail(key)
+            return 0
+        plans.add(key, plan)
+        log.info(
+            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB",
+            name, plan.native_layers, len(order), len(plan.segments), plan.arena_bytes // 1024,
+        )  # fmt: skip
+        return 0

@@ -1,0 +1,61 @@
+"""The op builders of the native plan, by family, and the registry the plan dispatches on.
+
+``BUILDERS`` maps a layer type to its builder: ``build(plan, layer, segment, opt, chain)``
+adds the layer's primitives to the plan, raises ``Unsupported`` where the layer (in this
+shape, with these params) has no native form (it then runs as a numpy layer), and returns
+the layers of ``chain`` it took in. A type missing here is always numpy.
+
+* ``conv``: Convolution, ConvolutionDepthWise, Deconvolution(DepthWise), InnerProduct,
+  and the fusions around them (folded affine layers, post-ops, zero padding).
+* ``eltwise``: activations, BinaryOp, Eltwise, BatchNorm / Scale / Bias, PReLU.
+* ``reduce``: Pooling, Reduction, Softmax, LRN, Interp.
+* ``shape``: Split / Dropout / Noop, Concat, Flatten / Reshape, ShuffleChannel, Slice,
+  Crop, Padding, Permute.
+"""
+
+from __future__ import annotations
+
+from ..plan import Builder, NativePlan, Ops, Segment
+from . import conv, eltwise, reduce, shape
+
+
+def _fusing(build: Builder) -> Builder:
+    """A BinaryOp / Eltwise of two blobs with an activation after it (``conv.chains``) is
+    built as a producer, which takes the activation in as a post-op; else by ``build``."""
+
+    def fused(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
+        if chain:
+            return conv.producer(plan, layer, seg, opt, chain)
+        return build(plan, layer, seg, opt, chain)
+
+    return fused
+
+
+BUILDERS: dict[str, Builder] = {
+    **dict.fromkeys(conv.PRODUCERS, conv.producer),
+    "BinaryOp": _fusing(eltwise.binaryop),
+    "Eltwise": _fusing(eltwise.eltwise),
+    **dict.fromkeys(eltwise.ACTIVATIONS, eltwise.activation),
+    "PReLU": eltwise.prelu,
+    **dict.fromkeys(conv.AFFINE_TYPES, eltwise.channel_affine),
+    "Pooling": reduce.pooling,
+    "Reduction": reduce.reduction,
+    "Softmax": reduce.softmax,
+    "LRN": reduce.lrn,
+    "Interp": reduce.interp,
+    **dict.fromkeys(("Split", "Dropout", "Noop"), shape.passthrough),
+    "Concat": shape.concat,
+    "Flatten": shape.reshape,
+    "Reshape": shape.reshape,
+    "ShuffleChannel": shape.shufflechannel,
+    "Slice": shape.slice_layer,
+    "Crop": shape.crop,
+    "Padding": shape.padding,
+    "Permute": shape.permute,
+}
+
+OPS = Ops(builders=BUILDERS, chains=conv.chains, deferrals=(conv.pad_folds, shape.shuffled_concats))
+
+# layer types with a native form (in some shapes and settings): their inputs need no copy;
+# MemoryData and PriorBox (and what reads only them) are constants of a plan
+NATIVE_TYPES = frozenset([*BUILDERS, "MemoryData", "PriorBox"])
