@@ -19,7 +19,7 @@ from conftest import MODELS
 
 import ncnn_c
 from ncnn_c.__main__ import main as cli
-from ncnn_c.tools.bench import LLMSpec, llm_generate, load_llm
+from ncnn_c.tools.bench import LLMSpec, llm_generate, llm_inputs, load_llm
 from ncnn_c.tools.randbin import random_weights
 
 ncnn = pytest.importorskip("ncnn")
@@ -118,6 +118,26 @@ def test_reduced_decoder_vulkan(reduced, reduced_oracle):
     if ncnn_c.get_gpu_count() == 0:
         pytest.skip("no Vulkan device")
     _compare(_generate(ncnn_c, *reduced, device="vulkan"), reduced_oracle, TOL_FP32)
+
+
+def test_unfed_cache_inputs_run_as_empty(reduced):
+    """The first step's cache inputs left unfed are empty Mats, as in ncnn (benchncnn_llm.cpp
+    feeds none on its first run): the same hidden states as the PyPI ncnn's."""
+    param, weights = reduced
+    spec = LLMSpec(param)
+    arrays = llm_inputs(spec, PREFILL, 0, np.random.default_rng(0))
+    out = []
+    for lib in (ncnn_c, ncnn):
+        decoder, _ = load_llm(lib, param, weights, "cpu", 2)
+        ex = decoder.create_extractor()
+        mats = [lib.Mat(a).clone() for a in arrays]
+        for name, m in zip(("in0", "in1", "in2", "in3"), mats, strict=True):
+            ex.input(name, m)
+        ret, hidden = ex.extract("out0")
+        assert ret == 0
+        out.append(np.array(hidden).copy())
+    assert out[0].shape == (PREFILL, spec.hidden)
+    assert np.linalg.norm(out[0] - out[1]) <= TOL_FP32 * np.linalg.norm(out[1])
 
 
 @pytest.mark.parametrize("name", DECODERS)
