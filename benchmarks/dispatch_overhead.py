@@ -50,7 +50,7 @@ def measure(model, loops: int) -> dict:
             if i >= 2:  # the first runs record (and warm the driver)
                 times[name].append(time.perf_counter() - t0)
     dispatches = segments = 0
-    for recs in nets["replay"]._replays._roots.values():
+    for recs in nets["replay"]._view.replays._roots.values():
         stack = list(recs[:1])
         while stack:
             rec = stack.pop()

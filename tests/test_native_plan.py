@@ -51,10 +51,10 @@ def test_squeezenet_plan_matches_numpy_and_the_oracle():
     net = _net()
     x = _x()
     first = _run(net, x)  # numpy, recorded
-    assert len(net._native_plans) == 1
-    plan = native.NativePlans.take(net._native_plans, next(iter(net._native_plans._plans)))
+    assert len(net._view.native_plans) == 1
+    plan = native.NativePlans.take(net._view.native_plans, next(iter(net._view.native_plans._plans)))
     assert plan is not None and plan.native_layers == len(
-        net._plan(net.find_blob_index_by_name("prob")).order
+        net._view.plan(net.find_blob_index_by_name("prob")).order
     )
     plan.lock.release()
     second = _run(net, x)  # native
@@ -80,7 +80,7 @@ def test_a_new_input_shape_records_a_new_plan_and_both_stay():
     net = _net()
     a, b = _x(2, (3, 227, 227)), _x(3, (3, 160, 160))
     ref_a, ref_b = _run(net, a), _run(net, b)
-    assert len(net._native_plans) == 2
+    assert len(net._view.native_plans) == 2
     assert_close(_run(net, a), ref_a, 1e-5)
     assert_close(_run(net, b), ref_b, 1e-5)
 
@@ -90,17 +90,17 @@ def test_plans_are_bounded_and_dropped_with_the_weights(monkeypatch):
     net = _net()
     for size in (64, 80, 96):
         _run(net, _x(size, (3, size, size)))
-    assert len(net._native_plans._plans) == 2
+    assert len(net._view.native_plans._plans) == 2
     x = _x(4)
     _run(net, x)
-    plan = net._native_plans
+    plan = net._view.native_plans
     assert len(plan) >= 1
     assert net.load_model(SQUEEZE[1]) == 0  # load_model again: new weights, no old plans
-    assert len(net._native_plans) == 0
+    assert len(net._view.native_plans) == 0
     before = _run(net, x)
-    assert len(net._native_plans) == 1
+    assert len(net._view.native_plans) == 1
     net.clear()
-    assert len(net._native_plans) == 0
+    assert len(net._view.native_plans) == 0
     del before
 
 
@@ -110,7 +110,7 @@ def test_changed_options_record_anew():
     _run(net, x)
     net.opt.num_threads = 1
     _run(net, x)
-    assert len(net._native_plans) == 2
+    assert len(net._view.native_plans) == 2
 
 
 def test_switched_off_per_net():
@@ -119,7 +119,7 @@ def test_switched_off_per_net():
     x = _x(6)
     _run(net, x)
     _run(net, x)
-    assert len(net._native_plans) == 0
+    assert len(net._view.native_plans) == 0
 
 
 def test_non_finite_first_input_builds_no_plan_yet():
@@ -127,9 +127,9 @@ def test_non_finite_first_input_builds_no_plan_yet():
     bad = _x(7)
     bad[0, 0, 0] = np.nan
     _run(net, bad)
-    assert len(net._native_plans) == 0 and not net._native_plans.failed
+    assert len(net._view.native_plans) == 0 and not net._view.native_plans.failed
     _run(net, _x(8))
-    assert len(net._native_plans) == 1
+    assert len(net._view.native_plans) == 1
 
 
 def test_threads_sharing_a_net_get_their_own_plan_instances():
@@ -151,7 +151,7 @@ def test_threads_sharing_a_net_get_their_own_plan_instances():
     for t in ts:
         t.join()
     assert not errors, errors[0]
-    assert 1 <= len(net._native_plans) <= native.INSTANCES
+    assert 1 <= len(net._view.native_plans) <= native.INSTANCES
 
 
 def test_outputs_come_from_the_blob_allocator():
@@ -194,7 +194,7 @@ def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
     ref = _run(net, x, "out")
     got = _run(net, x, "out")
     assert_close(got, ref, 1e-5)
-    (plan,) = next(iter(net._native_plans._plans.values()))
+    (plan,) = next(iter(net._view.native_plans._plans.values()))
     assert plan.native_layers == 2 and len(plan.segments) == 3
     ret, oracle = run_ncnn(param + "\n", (tmp_path / "m.bin").read_bytes(), [x], 1, ["data"], ["out"])
     assert ret == 0
@@ -209,7 +209,7 @@ def test_fp32_flags_of_the_oracle_run_native_too():
     x = _x(12)
     _run(net, x)
     _run(net, x)
-    assert len(net._native_plans) == 1
+    assert len(net._view.native_plans) == 1
 
 
 # the layers of each benchmark network that stay numpy in its plan: detection heads (NMS and
@@ -257,7 +257,7 @@ def test_benchmark_networks_run_natively(model, monkeypatch):
             assert ret == 0
             outs.append(np.array(m.numpy(), copy=True))
         results.append(outs)
-    (plan,) = [p for ps in net._native_plans._plans.values() for p in ps]
+    (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
     numpy_layers = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
     assert numpy_layers == NUMPY_LAYERS.get(model, [])
     for (name, typ), got, ref in zip(outputs, results[1], results[0], strict=True):

@@ -29,10 +29,11 @@ from ..option import FEAT_NO_VULKAN, Option, get_layer_option
 from . import vulkan_forward
 from .extractor import Extractor
 from .graph import MAX_LAYER_COUNT, Blob, CustomEntry, Graph, call_hook, desc
-from .native import NativePlans
+from .native import NativeExecutor, NativePlans
 from .parse import gc_paused, open_reader, parse_binary, parse_text
-from .plan import LayerOptions, Plan
-from .vulkan_forward import ReplayCache
+from .reference import ReferenceExecutor
+from .view import NetView
+from .vulkan_forward import ReplayCache, VulkanExecutor
 
 log = logging.getLogger("ncnn_c")
 
@@ -42,37 +43,56 @@ class Net:
 
     def __init__(self) -> None:
         self.opt = Option()
-        self._blobs: list[Blob] = []
-        self._layers: list[Layer] = []
+        # the graph, its caches and the Vulkan device, as the executors read them: blobs,
+        # layers, consumer counts, input indexes, plans, per-layer options, the native plans
+        # (CPU, per input shape: they hold what they read of the weights, so they go with
+        # the layers) and the recorded extracts (Vulkan replay, per input shape)
+        self._view = NetView(NativePlans(), ReplayCache())
+        reference = ReferenceExecutor(self._view)
+        # the CPU tries the native plan first, then the numpy layers
+        self._cpu_executors = (NativeExecutor(self._view, reference), reference)
+        self._gpu_executor = VulkanExecutor(self._view, reference)
         self._entries: list[CustomEntry | None] = []  # the custom creator of each layer
-        self._consumer_counts: list[int] = []
-        self._input_indexes: list[int] = []
         self._output_indexes: list[int] = []
         self._custom: list[CustomEntry | None] = []  # index = typeindex & ~CUSTOM_BIT
         self._overwrite: dict[int, CustomEntry] = {}
-        self._vkdev: Any = None  # a VulkanDevice
         self._owned_cache = None
-        self._gpu_ready = False
-        self._vk_layout = None  # the layout-conversion Pipeline of a GPU net
         self._pipelines = False
         # load_model: threads creating the GPU layers' pipelines (None: decided per load, see
         # _pipeline_threads), and a callable(done, total) told after each layer's pipelines
         self.pipeline_threads: int | None = None
         self.load_progress: Callable[[int, int], None] | None = None
-        # executor caches, rebuilt when the graph or its layers change
         self._blob_by_name: dict[str, int] = {}
-        self._plans: dict[int, Plan] = {}
-        self._layer_opts: LayerOptions | None = None
-        # Vulkan: recorded extracts replayed for inputs of a known shape (vulkan_forward.py);
-        # the most input shapes remembered (each keeps its blobs' GPU memory), 0: no replay
-        self.replay_capacity = 8
-        self._replays = ReplayCache()
-        # CPU: native plans recorded per input shape (native/); they hold what they read
-        # of the weights, so they are dropped with the layers
-        self._native_plans = NativePlans()
-        # False: the CPU runs the numpy layers only (the reference path); NCNN_C_NATIVE_PLAN=0
-        # switches the plan off for the whole process
-        self.native_plan = True
+
+    # -- settings the executors read ----------------------------------------------------------
+    @property
+    def native_plan(self) -> bool:
+        """False: the CPU runs the numpy layers only (the reference path); NCNN_C_NATIVE_PLAN=0
+        switches the plan off for the whole process."""
+        return self._view.native_enabled
+
+    @native_plan.setter
+    def native_plan(self, on: bool) -> None:
+        self._view.native_enabled = on
+
+    @property
+    def replay_capacity(self) -> int:
+        """Vulkan: the most input shapes whose recorded extracts are kept for replay (each
+        keeps its blobs' GPU memory); 0: no replay."""
+        return self._view.replay_capacity
+
+    @replay_capacity.setter
+    def replay_capacity(self, n: int) -> None:
+        self._view.replay_capacity = n
+
+    @property
+    def _vkdev(self) -> Any:
+        """The VulkanDevice (kept in the view, where the Vulkan executor reads it)."""
+        return self._view.vkdev
+
+    @_vkdev.setter
+    def _vkdev(self, vkdev: Any) -> None:
+        self._view.vkdev = vkdev
 
     # -- context manager / lifetime -------------------------------------------------------
     def __enter__(self) -> Net:
@@ -249,50 +269,21 @@ class Net:
             if fp is not None:
                 fp.close()
         # layers made before the failure still go back to their custom destroyers
-        self._layers, self._entries = graph.layers, graph.entries
+        self._view.layers, self._entries = graph.layers, graph.entries
         self.clear()
         return -1
 
     def _install(self, graph: Graph) -> None:
-        self._blobs = graph.blobs
-        self._layers = graph.layers
         self._entries = graph.entries
-        counts = [0] * len(self._blobs)
-        for layer in self._layers:
-            for b in layer.bottoms:
-                counts[b] += 1
-        self._consumer_counts = counts
-        self._input_indexes = [t for layer in self._layers if layer.type == "Input" for t in layer.tops]
-        self._output_indexes = [i for i, b in enumerate(self._blobs) if b.consumer == -1]
+        self._view.set_graph(graph.blobs, graph.layers)
+        blobs = graph.blobs
+        self._output_indexes = [i for i, b in enumerate(blobs) if b.consumer == -1]
         if graph.by_name:  # a text param's names: unique and already indexed by the parser
             self._blob_by_name = graph.by_name
         else:  # a binary param's: all ""
             self._blob_by_name = {}
-            for i, blob in enumerate(self._blobs):
+            for i, blob in enumerate(blobs):
                 self._blob_by_name.setdefault(blob.name, i)
-        self._forget_plans()
-
-    def _forget_plans(self) -> None:
-        self._plans = {}
-        self._layer_opts = None
-        self._replays.clear()
-        self._native_plans.clear()
-
-    def _plan(self, index: int) -> Plan:
-        """The execution plan of blob ``index``, built on first use."""
-        plan = self._plans.get(index)
-        if plan is None:
-            plan = self._plans[index] = Plan(self._blobs, self._layers, index)
-        return plan
-
-    def _layer_options(self, opt: Option) -> LayerOptions:
-        """Each layer's Option for the values of ``opt`` (an extractor's), made again only
-        when they differ from the last ones asked for: compared by value at each extract, so
-        ``ex.opt.x = ...`` is honoured."""
-        lo = self._layer_opts
-        if lo is None or not lo.matches(opt):
-            lo = self._layer_opts = LayerOptions(opt, self._layers)
-        return lo
 
     # -- load_model -------------------------------------------------------------------------
     def load_model(self, src) -> int:
@@ -322,7 +313,7 @@ class Net:
         return self.load_model(DataReaderFromMemory(mem))
 
     def _load_model(self, dr) -> int:
-        if not self._layers:
+        if not self._view.layers:
             log.error("load_model: no layers, call load_param first")
             return -1
         self._destroy_pipelines()
@@ -339,10 +330,10 @@ class Net:
             self.opt.pipeline_cache = self._owned_cache
         if gpu is not None:
             vulkan_forward.mask_device_features(self.opt, self._vkdev)
-        opts = [get_layer_option(self.opt, layer) for layer in self._layers]
+        opts = [get_layer_option(self.opt, layer) for layer in self._view.layers]
         on_gpu = [
             i
-            for i, layer in enumerate(self._layers)
+            for i, layer in enumerate(self._view.layers)
             if use_vk and layer.support_vulkan and opts[i].use_vulkan_compute
         ]
         threads = self._pipeline_threads(len(on_gpu)) if use_vk else 1
@@ -353,10 +344,10 @@ class Net:
         if ret != 0:
             return ret
         if gpu is not None:
-            self._vk_layout = vulkan_forward.create_layout_pipeline(self._vkdev, self.opt)
-            if self._vk_layout is None:
+            self._view.vk_layout = vulkan_forward.create_layout_pipeline(self._vkdev, self.opt)
+            if self._view.vk_layout is None:
                 return -1
-        self._gpu_ready = use_vk
+        self._view.gpu_ready = use_vk
         left = dr.remaining_bytes()
         if left:  # ncnn loads such a file silently, and its later layers get garbage weights
             log.warning(
@@ -388,13 +379,13 @@ class Net:
 
     def _load_serial(self, mb, gpu, opts: list, on_gpu: list[int]) -> int:
         """Every layer's weights, then every create_pipeline, then the uploads: one thread."""
-        for i, layer in enumerate(self._layers):
+        for i, layer in enumerate(self._view.layers):
             if self._read_weights(mb, i, layer) != 0:
                 return -1
         self._pipelines = True
-        self._forget_plans()  # create_pipeline may change a layer's flags
+        self._view.forget_plans()  # create_pipeline may change a layer's flags
         for i in on_gpu:
-            self._layers[i].vkdev = self._vkdev
+            self._view.layers[i].vkdev = self._vkdev
         if self._create_pipelines(opts) != 0:
             return -1
         if gpu is not None and self._upload_weights(gpu) != 0:
@@ -409,14 +400,14 @@ class Net:
         thread. Failures are reported as a serial load would: a weight failure first, then
         the first failing layer in layer order."""
         self._pipelines = True
-        self._forget_plans()  # create_pipeline may change a layer's flags
+        self._view.forget_plans()  # create_pipeline may change a layer's flags
         gpu_set = set(on_gpu)
         local = threading.local()
         cmds: list = []
         cmds_lock = threading.Lock()
 
         def build(i: int):
-            layer = self._layers[i]
+            layer = self._view.layers[i]
             ret = call_hook(layer.create_pipeline, opts[i])
             if ret != 0:
                 return "create_pipeline", ret
@@ -428,7 +419,7 @@ class Net:
             ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
             return ("upload_model", ret) if ret != 0 else None
 
-        total = len(self._layers)
+        total = len(self._view.layers)
         done = 0
 
         def tick() -> None:
@@ -442,7 +433,7 @@ class Net:
         read_failed = False
         pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ncnn_c-pipeline")
         try:
-            for i, layer in enumerate(self._layers):
+            for i, layer in enumerate(self._view.layers):
                 if self._read_weights(mb, i, layer) != 0:
                     read_failed = True
                     break
@@ -450,7 +441,7 @@ class Net:
                     layer.vkdev = self._vkdev
                     futures[i] = pool.submit(build, i)
             if not read_failed:
-                for i, layer in enumerate(self._layers):
+                for i, layer in enumerate(self._view.layers):
                     if i in gpu_set:
                         continue
                     ret = call_hook(layer.create_pipeline, opts[i])
@@ -477,7 +468,7 @@ class Net:
             return -1
         if failed is not None:
             i, stage, r = failed
-            log.error("load_model: %s %s failed (%s)", desc(i, self._layers[i]), stage, r)
+            log.error("load_model: %s %s failed (%s)", desc(i, self._view.layers[i]), stage, r)
             return -1
         if ret != 0:
             log.error("load_model: uploading weights to the GPU failed (%d)", ret)
@@ -487,7 +478,7 @@ class Net:
     def _upload_weights(self, gpu) -> int:
         """upload_model of every GPU layer into one VkCompute, then one submit."""
         cmd = gpu.VkCompute(self._vkdev)
-        for i, layer in enumerate(self._layers):
+        for i, layer in enumerate(self._view.layers):
             if layer.vkdev is None:
                 continue
             ret = call_hook(layer.upload_model, cmd, get_layer_option(self.opt, layer))
@@ -527,8 +518,8 @@ class Net:
 
     def _create_pipelines(self, opts: list) -> int:
         """create_pipeline of every layer, in order, on this thread."""
-        total = len(self._layers)
-        for i, layer in enumerate(self._layers):
+        total = len(self._view.layers)
+        for i, layer in enumerate(self._view.layers):
             ret = call_hook(layer.create_pipeline, opts[i])
             if ret != 0:
                 log.error("load_model: %s create_pipeline failed (%s)", desc(i, layer), ret)
@@ -541,29 +532,29 @@ class Net:
         if not self._pipelines:
             return
         self._pipelines = False
-        self._replays.clear()
-        self._native_plans.clear()
-        for layer in self._layers:
+        self._view.replays.clear()
+        self._view.native_plans.clear()
+        for layer in self._view.layers:
             try:
                 layer.destroy_pipeline(get_layer_option(self.opt, layer))
             except Exception as e:  # noqa: BLE001 - teardown continues
                 log.error("destroy_pipeline of %r raised %s: %s", layer.name, type(e).__name__, e)
             layer.vkdev = None
-        self._vk_layout = None
-        self._gpu_ready = False
+        self._view.vk_layout = None
+        self._view.gpu_ready = False
 
     # -- queries ----------------------------------------------------------------------------
     def blobs(self) -> list[Blob]:
         """The blobs (name, producer and consumer layer indexes), in index order."""
-        return list(self._blobs)
+        return list(self._view.blobs)
 
     def layers(self) -> list[Layer]:
         """The layers, in the .param's order."""
-        return list(self._layers)
+        return list(self._view.layers)
 
     def input_indexes(self) -> list[int]:
         """Blob indexes of the Input layers' tops."""
-        return list(self._input_indexes)
+        return list(self._view.input_indexes)
 
     def output_indexes(self) -> list[int]:
         """Blob indexes no layer consumes: the net's outputs."""
@@ -571,11 +562,11 @@ class Net:
 
     def input_names(self) -> list[str]:
         """Names of the input blobs (the Input layers' tops), for ``Extractor.input``."""
-        return [self._blobs[i].name for i in self._input_indexes]
+        return [self._view.blobs[i].name for i in self._view.input_indexes]
 
     def output_names(self) -> list[str]:
         """Names of the output blobs (consumed by no layer), for ``Extractor.extract``."""
-        return [self._blobs[i].name for i in self._output_indexes]
+        return [self._view.blobs[i].name for i in self._output_indexes]
 
     def find_blob_index_by_name(self, name: str) -> int:
         """The index of blob ``name``, or -1."""
@@ -583,7 +574,7 @@ class Net:
 
     def find_layer_index_by_name(self, name: str) -> int:
         """The index of the first layer named ``name``, or -1."""
-        for i, layer in enumerate(self._layers):
+        for i, layer in enumerate(self._view.layers):
             if layer.name == name:
                 return i
         return -1
@@ -592,20 +583,16 @@ class Net:
     def clear(self) -> None:
         """Destroy pipelines and layers, forget the graph and the pipeline cache the net made."""
         self._destroy_pipelines()
-        for layer, entry in zip(self._layers, self._entries, strict=True):
+        for layer, entry in zip(self._view.layers, self._entries, strict=True):
             if entry is not None:
                 try:
                     entry.destroy(layer)
                 except Exception as e:  # noqa: BLE001
                     log.error("custom layer destroyer for %r raised %s: %s", layer.name, type(e).__name__, e)
-        self._blobs = []
-        self._layers = []
+        self._view.set_graph([], [])
         self._entries = []
-        self._consumer_counts = []
-        self._input_indexes = []
         self._output_indexes = []
         self._blob_by_name = {}
-        self._forget_plans()
         if self._owned_cache is not None:
             try:
                 self._owned_cache.clear()

@@ -1,11 +1,12 @@
 """Extractor: one inference over a Net, input blobs in, requested blobs out.
 
 The Extractor holds the inference's ``BlobState`` and hands it, with the requested blob and
-its Option, to an executor (``Executor``: ``extract(state, index, opt) -> int | None``):
-the Vulkan executor when the net's layers are on the GPU, else the native CPU plan and,
-where that declines (None), the numpy reference executor. The executors see the Net only
-through a ``NetView``; none of them knows another's internals, and the state is the whole
-of what passes between them.
+its Option, to one of the net's executors (``Executor``: ``extract(state, index, opt) ->
+int | None``): the Vulkan executor when the net's layers are on the GPU, else the native
+CPU plan and, where that declines (None), the numpy reference executor. The executors are
+the net's (made once, they hold no per-inference data) and see it only through its
+``NetView``; none of them knows another's internals, and the state is the whole of what
+passes between them.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from .._native.blas import single_threaded as single_threaded_blas
 from .._native.onednn import set_threads as set_omp_threads
 from ..mat import Mat
 from ..option import Option
-from .native import NativeExecutor
-from .reference import ReferenceExecutor, needs_unpack, unpack_fp32
+from .reference import needs_unpack, unpack_fp32
 from .state import BlobState
 from .view import NetView
-from .vulkan_forward import VulkanExecutor
 
 log = logging.getLogger("ncnn_c")
 
@@ -42,14 +41,14 @@ class Extractor:
         if net is None:
             # as ncnn's binding: extractors come from Net.create_extractor() only
             raise TypeError("ncnn_c.Extractor: No constructor defined! Use Net.create_extractor()")
-        self._net = net
+        self._net = net  # for its names (public queries)
         self.opt = net.opt.copy()
-        view = self._view = NetView(net)
-        self._state = BlobState(view.consumer_counts)
-        reference = ReferenceExecutor(view)
-        # tried in order on the CPU until one does not decline
-        self._cpu: tuple[Executor, ...] = (NativeExecutor(view, reference), reference)
-        self._gpu: Executor = VulkanExecutor(view, reference)
+        # the net's view and executors: the extractor holds the state they work on
+        self._view: NetView = net._view
+        self._state = BlobState(self._view.consumer_counts)
+        # the CPU's: the native plan, and the numpy layers where it declines
+        self._cpu: tuple[Executor, Executor] = net._cpu_executors
+        self._gpu: Executor = net._gpu_executor
 
     def __enter__(self) -> Extractor:
         return self
@@ -154,7 +153,7 @@ class Extractor:
                 "transpose the array (arr.transpose(2, 0, 1)) or use Mat.from_pixels",
                 key, mat.c, mat.h, mat.w,
             )  # fmt: skip
-        self._state.give(index, mat, intermediate=not self._view.is_source(index))
+        self._state.give(index, mat, not self._view.is_source(index))
         return 0
 
     def extract(self, key, feat_or_type=None, type: int = 0):  # noqa: A002 - PyPI's name
@@ -186,10 +185,10 @@ class Extractor:
                     # our kernels split large products over their own pool (see _native.blas)
                     with single_threaded_blas():
                         set_omp_threads(opt.num_threads)
-                        for executor in self._cpu:
-                            ret = executor.extract(state, index, opt)
-                            if ret is not None:
-                                break
+                        native, reference = self._cpu
+                        ret = native.extract(state, index, opt)
+                        if ret is None:  # no plan for these inputs: the numpy layers
+                            ret = reference.extract(state, index, opt)
                 if ret != 0:
                     return ret, Mat()
         except Exception as e:  # noqa: BLE001 - a bug must not escape as an exception

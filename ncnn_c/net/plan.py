@@ -31,9 +31,10 @@ def data_source(blobs: list[Blob], layers: list[Layer], index: int) -> bool:
 
 class Plan:
     """The layers that compute blob ``target`` (ascending layer index, which is topological:
-    a param file may only use blobs of earlier layers) and its input-only ``sources``."""
+    a param file may only use blobs of earlier layers) and its input-only ``sources``;
+    ``steps``: (index, layer) of each, as an executor's loop takes them."""
 
-    __slots__ = ("target", "order", "sources")
+    __slots__ = ("target", "order", "steps", "sources")
 
     def __init__(self, blobs: list[Blob], layers: list[Layer], target: int) -> None:
         needed: set[int] = set()
@@ -55,6 +56,7 @@ class Plan:
                     stack.append(bottom)
         self.target = target
         self.order = sorted(needed)
+        self.steps = [(li, layers[li]) for li in self.order]
         self.sources = sorted(sources)
 
     def select(self, layers: list[Layer], present) -> tuple[list[int], int]:

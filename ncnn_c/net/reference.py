@@ -26,8 +26,8 @@ from .view import NetView
 
 log = logging.getLogger("ncnn_c")
 
-# step(state, layer index, the layer's Option, light mode) -> 0 or an error
-Step = Callable[[BlobState, int, Option, bool], int]
+# step(state, layer index, the layer, its Option, light mode) -> 0 or an error
+Step = Callable[[BlobState, int, Layer, Option, bool], int]
 
 
 def unpack_fp32(m: Mat) -> Mat:
@@ -63,9 +63,6 @@ class ReferenceExecutor:
     def __init__(self, view: NetView) -> None:
         self._view = view
 
-    def extract(self, state: BlobState, index: int, opt: Option) -> int:
-        return self.run_plan(state, index, opt, self.forward)
-
     def no_data(self, index: int) -> int:
         view = self._view
         name = view.blobs[index].name
@@ -75,18 +72,22 @@ class ReferenceExecutor:
         )  # fmt: skip
         return -1
 
-    def run_plan(self, state: BlobState, index: int, opt: Option, step: Step) -> int:
-        """Compute blob ``index`` with ``step(state, li, layer opt, light)`` for each layer it
-        needs (this executor's ``forward``, or another executor's)."""
+    def run_plan(self, state: BlobState, index: int, opt: Option, step: Step | None = None) -> int:
+        """Compute blob ``index`` with ``step(state, li, layer, layer opt, light)`` for each
+        layer it needs (another executor's, or None: this executor's ``forward``)."""
+        if step is None:
+            step = self.forward
         view = self._view
         if view.is_source(index):
             return self.no_data(index)
         plan = view.plan(index)
         mats, vkmats = state.mats, state.vkmats
         if state.partial:
-            order, missing = plan.select(view.layers, state.present)
+            layers = view.layers
+            order, missing = plan.select(layers, state.present)
+            steps = [(li, layers[li]) for li in order]
         else:
-            order, missing = plan.order, -1
+            steps, missing = plan.steps, -1
             for s in plan.sources:
                 if mats[s] is None and vkmats[s] is None:
                     missing = s
@@ -104,8 +105,8 @@ class ReferenceExecutor:
         opts = view.layer_options(opt).per_layer
         light = bool(opt.lightmode)
         state.partial = True
-        for li in order:
-            ret = step(state, li, opts[li], light)
+        for li, layer in steps:
+            ret = step(state, li, layer, opts[li], light)
             if ret != 0:
                 for s in unfed:
                     self.no_data(s)
@@ -119,6 +120,9 @@ class ReferenceExecutor:
                 return -1
         return 0
 
+    # the Executor protocol: the plan with this executor's own forward (one call less per extract)
+    extract = run_plan
+
     # -- one layer ------------------------------------------------------------------------------
     @staticmethod
     def _take_bottom(state: BlobState, b: int, layer: Layer, opt: Option, inplace: bool) -> Mat:
@@ -130,9 +134,8 @@ class ReferenceExecutor:
             return m.clone(opt.blob_allocator)
         return m
 
-    def forward(self, state: BlobState, li: int, opt: Option, light: bool) -> int:
-        """Run layer ``li``: bottoms from ``state.mats``, tops into ``state.mats``."""
-        layer = self._view.layers[li]
+    def forward(self, state: BlobState, li: int, layer: Layer, opt: Option, light: bool) -> int:
+        """Run layer ``li`` (``layer``): bottoms from ``state.mats``, tops into ``state.mats``."""
         inplace = light and layer.support_inplace
         mats = state.mats
         ret: int | str

@@ -1,11 +1,15 @@
-"""NetView: what an executor may see of a loaded Net, read-only.
+"""NetView: the loaded graph and what the executors need of a Net, read-only for them.
 
-The executors (``reference``, ``native``, ``vulkan_forward``) and the Extractor read the
-graph, the plans and the device through this view and nothing else of the Net: the Net's
-private attributes are named here only. The view is live (a Net reloaded or cleared is
-seen as it is now) and holds the Net, never the other way round, so no cycle keeps a Net
-alive. Plans and per-layer options are built by the Net on first use and cached there; the
-replay and native-plan caches are the Net's too (they go with its weights).
+The Net keeps its graph here (blobs, layers, consumer counts, input blobs), with the caches
+made from it (the plan of each requested blob, the per-layer options of the last option
+values, the native plans, the Vulkan recordings), the Vulkan device and layout pipeline,
+and the two settings the executors follow (``native_plan``, ``replay_capacity``). The Net
+is the only writer: it replaces the graph on load and clear, and the device and pipelines
+on load_model. The executors and the Extractor read what they need here and nothing of the
+Net itself; they are handed the view, so none of them imports ``core``.
+
+Plain attributes, not properties over the Net: an extract reads a few of them per layer,
+and the view holds nothing of the Net, so no cycle keeps a Net alive after its last user.
 """
 
 from __future__ import annotations
@@ -15,78 +19,85 @@ from typing import Any
 from ..layer import Layer
 from ..option import Option
 from .graph import Blob
-from .plan import LayerOptions, Plan, data_source
+from .plan import LayerOptions, Plan
 
 
 class NetView:
-    """Read-only access to a Net's loaded graph, caches and Vulkan device."""
+    """A Net's graph, caches and Vulkan device (see the module docstring)."""
 
-    __slots__ = ("_net",)
+    __slots__ = (
+        "blobs",
+        "layers",
+        "consumer_counts",
+        "input_indexes",
+        "native_plans",
+        "replays",
+        "native_enabled",
+        "replay_capacity",
+        "gpu_ready",
+        "vkdev",
+        "vk_layout",
+        "_plans",
+        "_layer_opts",
+    )
 
-    def __init__(self, net: Any) -> None:
-        self._net = net
+    def __init__(self, native_plans: Any, replays: Any) -> None:
+        self.blobs: list[Blob] = []
+        self.layers: list[Layer] = []
+        self.consumer_counts: list[int] = []  # layers reading each blob
+        self.input_indexes: list[int] = []  # the Input layers' tops
+        self.native_plans = native_plans  # NativePlans: CPU plans per input shape
+        self.replays = replays  # ReplayCache: Vulkan recordings per input shape
+        self.native_enabled = True  # net.native_plan
+        self.replay_capacity = 8  # net.replay_capacity
+        self.gpu_ready = False  # the layers' pipelines are made for ``vkdev``
+        self.vkdev: Any = None  # the VulkanDevice
+        self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
+        self._plans: dict[int, Plan] = {}
+        self._layer_opts: LayerOptions | None = None
 
-    # -- the graph ----------------------------------------------------------------------------
-    @property
-    def blobs(self) -> list[Blob]:
-        return self._net._blobs
+    # -- the Net's side ------------------------------------------------------------------------
+    def set_graph(self, blobs: list[Blob], layers: list[Layer]) -> None:
+        """A new graph (a load, or none after clear): every cache made from the old one goes."""
+        counts = [0] * len(blobs)
+        for layer in layers:
+            for b in layer.bottoms:
+                counts[b] += 1
+        self.blobs = blobs
+        self.layers = layers
+        self.consumer_counts = counts
+        self.input_indexes = [t for layer in layers if layer.type == "Input" for t in layer.tops]
+        self.forget_plans()
 
-    @property
-    def layers(self) -> list[Layer]:
-        return self._net._layers
+    def forget_plans(self) -> None:
+        """Drop what was made from the layers (they changed, or their weights did)."""
+        self._plans = {}
+        self._layer_opts = None
+        self.replays.clear()
+        self.native_plans.clear()
 
-    @property
-    def consumer_counts(self) -> list[int]:
-        """Layers reading each blob."""
-        return self._net._consumer_counts
-
+    # -- the executors' side -----------------------------------------------------------------
     def is_source(self, index: int) -> bool:
-        """Whether blob ``index`` can only come from ``ex.input()`` (plan.data_source)."""
-        net = self._net
-        return data_source(net._blobs, net._layers, index)
+        """Whether blob ``index`` can only come from ``ex.input()``: ``plan.data_source``,
+        inline (it runs twice per extract)."""
+        producer = self.blobs[index].producer
+        return producer < 0 or self.layers[producer].type == "Input"
 
     def plan(self, index: int) -> Plan:
-        """The layers blob ``index`` needs (made once per blob)."""
-        return self._net._plan(index)
+        """The layers blob ``index`` needs, made on first use."""
+        plan = self._plans.get(index)
+        if plan is None:
+            plan = self._plans[index] = Plan(self.blobs, self.layers, index)
+        return plan
 
     def layer_options(self, opt: Option) -> LayerOptions:
-        """Each layer's Option for the values of ``opt`` (a new object when they changed)."""
-        return self._net._layer_options(opt)
+        """Each layer's Option for the values of ``opt`` (an extractor's), made again only
+        when they differ from the last ones asked for: compared by value at each extract, so
+        ``ex.opt.x = ...`` is honoured. A new object whenever made (keys hold it)."""
+        lo = self._layer_opts
+        if lo is None or not lo.matches(opt):
+            lo = self._layer_opts = LayerOptions(opt, self.layers)
+        return lo
 
     def input_names(self) -> list[str]:
-        return self._net.input_names()
-
-    # -- the CPU plan ---------------------------------------------------------------------------
-    @property
-    def native_enabled(self) -> bool:
-        """``net.native_plan``: False keeps the numpy layers."""
-        return bool(self._net.native_plan)
-
-    @property
-    def native_plans(self) -> Any:
-        """The net's NativePlans (dropped with its weights)."""
-        return self._net._native_plans
-
-    # -- Vulkan ---------------------------------------------------------------------------------
-    @property
-    def gpu_ready(self) -> bool:
-        """Whether the layers' pipelines were made for the Vulkan device."""
-        return self._net._gpu_ready
-
-    @property
-    def vkdev(self) -> Any:
-        return self._net._vkdev
-
-    @property
-    def vk_layout(self) -> Any:
-        """The layout-conversion Pipeline of a GPU net."""
-        return self._net._vk_layout
-
-    @property
-    def replay_capacity(self) -> int:
-        return self._net.replay_capacity
-
-    @property
-    def replays(self) -> Any:
-        """The net's ReplayCache."""
-        return self._net._replays
+        return [self.blobs[i].name for i in self.input_indexes]

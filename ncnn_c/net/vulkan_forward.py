@@ -391,8 +391,8 @@ class VulkanExecutor:
         gpu = run.gpu
         if state.vkmats[index] is None:
 
-            def step(state: BlobState, li: int, layer_opt: Option, light: bool) -> int:
-                return self._forward_layer(state, li, run, layer_opt, light)
+            def step(state: BlobState, li: int, layer: Layer, layer_opt: Option, light: bool) -> int:
+                return self._forward_layer(state, li, layer, run, layer_opt, light)
 
             ret = self._reference.run_plan(state, index, opt, step)
             if ret != 0:
@@ -417,13 +417,14 @@ class VulkanExecutor:
         view = self._view
         gpu = _gpu()
         opts = view.layer_options(opt).per_layer
+        layers = view.layers
         light = bool(opt.lightmode)
         mats = state.mats
         saved = state.copy()
         forward = self._reference.forward
         for step in rec.steps:
             if isinstance(step, int):
-                ret = forward(state, step, opts[step], light)
+                ret = forward(state, step, layers[step], opts[step], light)
                 if ret != 0:
                     return ret
                 continue
@@ -459,8 +460,9 @@ class VulkanExecutor:
         state.restore(saved)
         return self._extract_run(state, index, _Run(_gpu(), self._view.vkdev, None), opt)
 
-    def _forward_layer(self, state: BlobState, li: int, run: _Run, opt: Option, light: bool) -> int:
-        layer = self._view.layers[li]
+    def _forward_layer(
+        self, state: BlobState, li: int, layer: Layer, run: _Run, opt: Option, light: bool
+    ) -> int:
         if layer.support_vulkan and layer.vkdev is not None and opt.use_vulkan_compute:
             return self._forward_layer_gpu(state, li, layer, run, opt, light)
         # a CPU layer: bring GPU-only bottoms back first
@@ -480,7 +482,7 @@ class VulkanExecutor:
                 return ret
             state.vk_garbage.clear()
         run.cpu_layer(li)
-        return self._reference.forward(state, li, opt, light)
+        return self._reference.forward(state, li, layer, opt, light)
 
     # -- blob forms -------------------------------------------------------------------------
     def _convert(self, cmd, gpu: GpuApi, m, elempack: int, fp16: bool, opt: Option):

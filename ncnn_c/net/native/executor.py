@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from ...layer import Layer
 from ...mat import Mat
 from ...option import Option
 from ..reference import ReferenceExecutor
@@ -139,10 +140,10 @@ class NativeExecutor:
         const_layers = self._constant_layers(order)
         consts: dict[int, np.ndarray] = {}
 
-        def step(state: BlobState, li: int, layer_opt: Option, light: bool) -> int:
-            ret = reference.forward(state, li, layer_opt, light)
+        def step(state: BlobState, li: int, layer: Layer, layer_opt: Option, light: bool) -> int:
+            ret = reference.forward(state, li, layer, layer_opt, light)
             if ret == 0:
-                for t in layers[li].tops:
+                for t in layer.tops:
                     m = state.mats[t]
                     if m is not None:
                         shapes[t] = shape_of(m)

@@ -641,7 +641,7 @@ class NativePlan:
         binds: list = []
         for seg in self.segments:
             if seg.layer >= 0:
-                ret = forward(state, seg.layer, opts[seg.layer], light)
+                ret = forward(state, seg.layer, self.layers[seg.layer], opts[seg.layer], light)
                 if ret != 0:
                     return ret
                 for t in self.layers[seg.layer].tops:
