@@ -30,9 +30,6 @@ NETWORKS = {
 # logits, so its output is all ones whatever the weights; the logits carry the signal
 COMPARED = {"vision_transformer": [("cls_score", "Gemm")]}
 SLOW = {"vision_transformer"}
-# the Vulkan net lets an in-place LayerNorm write a buffer another Split top still reads (see
-# tests/layers/test_split_vulkan.py::test_split_top_then_inplace_consumer)
-NET_SPLIT_INPLACE_BUG = {"vision_transformer"}
 
 
 @functools.lru_cache(maxsize=2)
@@ -43,8 +40,6 @@ def _weights(name: str) -> bytes:
 
 def _param(name: str):
     marks = [pytest.mark.slow] if name in SLOW else []
-    if name in NET_SPLIT_INPLACE_BUG:
-        marks.append(pytest.mark.xfail(reason="Vulkan net: Split top not cloned before an in-place consumer"))
     return pytest.param(name, marks=marks)
 
 

@@ -522,6 +522,15 @@ class VulkanExecutor:
         fp16 = gpu.storage_fp16(opt, self._view.vkdev)
         pending = state.pending
 
+        def aliased(b, m) -> bool:
+            data = getattr(m, "data", None)
+            if data is None:
+                return False
+            return any(
+                o is not None and i != b and pending[i] > 0 and getattr(o, "data", None) is data
+                for i, o in enumerate(vkmats)
+            )
+
         def bottom_vk(b):
             m = vkmats[b]
             if m.dims:
@@ -530,9 +539,10 @@ class VulkanExecutor:
                 c = self._convert(cmd, gpu, m, elempack, fp16, opt)
                 if c is not m:
                     return c  # a private copy: in place needs no clone
-            # device blobs are never handed to callers (extract downloads), so only
-            # other pending consumers force a copy
-            if inplace and pending[b] > 1:
+            # device blobs are never handed to callers (extract downloads), so only other
+            # pending consumers force a copy: of this blob, or of another one over the same
+            # buffer (a Split's tops, a Reshape's view), as ncnn's refcount > 1 rule
+            if inplace and (pending[b] > 1 or aliased(b, m)):
                 c = gpu.VkMat()
                 cmd.record_clone(m, c, opt)
                 return c

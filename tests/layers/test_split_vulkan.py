@@ -28,9 +28,6 @@ BinaryOp add 2 1 a c out0 0=0
 """
 
 
-@pytest.mark.xfail(
-    reason="the Vulkan net does not clone a Split top before an in-place consumer (ncnn_c/net)"
-)
 @pytest.mark.parametrize("grid", ["fp32", "fp16s-pack"])
 def test_split_top_then_inplace_consumer(grid):
     x = randn(rng("split-inplace"), (5, 24))
