@@ -263,3 +263,22 @@ def test_benchmark_networks_run_natively(model, monkeypatch):
     for (name, typ), got, ref in zip(outputs, results[1], results[0], strict=True):
         if "Detection" not in typ:
             assert_close(got, ref, 1e-4, f"{model}:{name}")
+
+
+def test_a_chain_of_tiny_layers_is_one_native_segment():
+    """benchmarks/layer_overhead.py's chain (ReLU, Dropout with a scale, leaky ReLU): every layer
+    native, one segment, the numpy result."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from layer_overhead import chain_param
+
+    net = ncnn_c.Net()
+    net.opt.num_threads = 2
+    assert net.load_param_mem(chain_param(30)) == 0 and net.load_model(ncnn_c.DataReaderFromEmpty()) == 0
+    x = np.array([-2.0, -0.5, 0.5, 3.0], np.float32)
+    ref = _run(net, x, "b30", "b0")
+    got = _run(net, x, "b30", "b0")
+    (plan,) = next(iter(net._view.native_plans._plans.values()))
+    assert plan.native_layers == 30 and len(plan.segments) == 1
+    np.testing.assert_allclose(got, ref, rtol=1e-6)

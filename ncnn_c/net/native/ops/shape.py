@@ -31,9 +31,13 @@ from ..plan import (
 
 
 def passthrough(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
-    """Split / Dropout (scale 1) / Noop: each top is its bottom."""
-    if layer.type == "Dropout" and float(getattr(layer, "scale", 1.0)) != 1.0:
-        raise Unsupported(f"no native {layer.type}")
+    """Split / Dropout (scale 1) / Noop: each top is its bottom; a Dropout with a scale is the
+    eltwise x * scale."""
+    scale = float(getattr(layer, "scale", 1.0)) if layer.type == "Dropout" else 1.0
+    if scale != 1.0:
+        from .eltwise import eltwise_ops
+
+        return eltwise_ops(plan, layer, seg, [("linear", scale, 0.0)])
     if len(layer.bottoms) == 1:
         src = plan.value(seg, layer.bottoms[0])
         for i in range(len(layer.tops)):
