@@ -282,3 +282,23 @@ def test_a_chain_of_tiny_layers_is_one_native_segment():
     (plan,) = next(iter(net._view.native_plans._plans.values()))
     assert plan.native_layers == 30 and len(plan.segments) == 1
     np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_shapes_that_change_on_every_extract_stop_recording(monkeypatch):
+    """An LLM's decode steps grow the kv cache by one token per extract: every shape is new,
+    so plans would be built and never used. After WASTED_LIMIT unused plans leave the LRU,
+    the net records no more (the numpy layers run, correctly)."""
+    monkeypatch.setattr(native.plan, "CAPACITY", 2)
+    net = _net()
+    plans = net._view.native_plans
+    sizes = list(range(64, 64 + 8 * (2 + native.plan.WASTED_LIMIT + 2), 8))
+    for size in sizes:
+        _run(net, _x(size, (3, size, size)))
+    assert plans.wasted == native.plan.WASTED_LIMIT
+    built = plans.built
+    x = _x(1, (3, 227, 227))
+    ref = _run(net, x)
+    assert_close(_run(net, x), ref, 1e-5)
+    assert plans.built == built  # nothing recorded any more
+    net.clear()
+    assert plans.wasted == 0

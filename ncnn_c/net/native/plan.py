@@ -682,15 +682,26 @@ def _ncnn_size(shape: tuple) -> tuple:
     return {1: (w,), 2: (w, h), 3: (w, h, c), 4: (w, h, d, c)}[dims]
 
 
+# plans dropped from the LRU without one use before the net stops recording new shapes
+WASTED_LIMIT = 4
+
+
 class NativePlans:
     """A net's plans: LRU over (target, input shapes, option values); a few instances per
-    key so that threads sharing a net do not wait for each other."""
+    key so that threads sharing a net do not wait for each other.
+
+    A net whose input shape changes on every extract (an LLM's decode steps: the kv cache
+    grows by one token each time) would record a plan per extract and never use one: after
+    ``WASTED_LIMIT`` plans left the LRU unused, the net records no new ones (logged once;
+    plans already made keep running) until ``clear()``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._plans: OrderedDict[tuple, list] = OrderedDict()
+        self._uses: dict[int, int] = {}  # id(plan) -> runs
         self.failed: set[tuple] = set()
         self.built = 0
+        self.wasted = 0
 
     def take(self, key: tuple):
         """A free plan of ``key`` (locked for the caller), or None."""
@@ -701,11 +712,14 @@ class NativePlans:
             self._plans.move_to_end(key)
             for p in plans:
                 if p.lock.acquire(blocking=False):
+                    self._uses[id(p)] = self._uses.get(id(p), 0) + 1
                     return p
         return None
 
     def wanted(self, key: tuple) -> bool:
         with self._lock:
+            if self.wasted >= WASTED_LIMIT:
+                return False
             return key not in self.failed and len(self._plans.get(key, ())) < INSTANCES
 
     def add(self, key: tuple, plan) -> None:
@@ -713,7 +727,15 @@ class NativePlans:
             self._plans.setdefault(key, []).append(plan)
             self._plans.move_to_end(key)
             while len(self._plans) > CAPACITY:
-                self._plans.popitem(last=False)
+                _, dropped = self._plans.popitem(last=False)
+                for p in dropped:
+                    if not self._uses.pop(id(p), 0):
+                        self.wasted += 1
+                        if self.wasted == WASTED_LIMIT:
+                            log.info(
+                                "native plan: the input shapes change on every extract; this net "
+                                "records no new plans (its numpy layers run)"
+                            )
             self.built += 1
 
     def fail(self, key: tuple) -> None:
@@ -723,7 +745,9 @@ class NativePlans:
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()
+            self._uses.clear()
             self.failed.clear()
+            self.wasted = 0
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._plans.values())
