@@ -169,8 +169,12 @@ def test_bench_llm(reduced, capsys):
     assert "(4 prefill + 2 decode tokens, 1 loops, 1 threads, cpu)" in out
 
 
-def test_bench_llm_without_pypi_ncnn(reduced, capsys, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "ncnn", None)  # import ncnn raises ImportError
+def test_bench_llm_without_pypi_ncnn(reduced, capsys, monkeypatch, tmp_path):
+    # the PyPI ncnn runs in a child process; a stand-in module first on its path hides it
+    (tmp_path / "ncnn.py").write_text("raise ImportError('hidden by the test')\n")
+    import os
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     assert cli(["bench", "--llm", *reduced, "--threads", "1", "--prefill", "2", "--decode", "1"]) == 0
     out = capsys.readouterr().out
     assert re.search(LINE.format("ncnn_c"), out), out

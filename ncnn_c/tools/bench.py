@@ -337,16 +337,43 @@ def bench_llm(args: argparse.Namespace) -> int:
     print(
         f"{name}  ncnn_c     prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
-    try:
-        import ncnn
-    except ImportError:
+    # the PyPI ncnn runs in a child process: ncnn_c never imports it into its own
+    ref = _pypi_ncnn_llm(args)
+    if ref is None:
         print(f"{name}  PyPI ncnn  not installed (pip install ncnn to compare)")
         return EXIT_OK
-    pre, dec = bench_llm_lib(ncnn, args, spec)
+    pre, dec = ref
     print(
         f"{name}  PyPI ncnn  prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
     return EXIT_OK
+
+
+_PYPI_CHILD = """
+import argparse, json, sys
+try:
+    import ncnn
+except ImportError:
+    print("null"); sys.exit(0)
+from ncnn_c.tools.bench import LLMSpec, bench_llm_lib
+args = argparse.Namespace(**json.loads(sys.argv[1]))
+print(json.dumps(bench_llm_lib(ncnn, args, LLMSpec(args.param))))
+"""
+
+
+def _pypi_ncnn_llm(args: argparse.Namespace) -> tuple[float, float] | None:
+    """(prefill, decode) tokens/s of the PyPI ncnn, measured in a child process; None when it
+    is not installed."""
+    import json
+    import subprocess
+
+    keys = ("param", "model", "device", "threads", "loops", "warmup", "prefill", "decode")
+    payload = json.dumps({k: getattr(args, k) for k in keys})
+    r = subprocess.run([sys.executable, "-c", _PYPI_CHILD, payload], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise UsageError(f"the PyPI ncnn failed on {args.param}: {r.stderr.strip().splitlines()[-1:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return None if out is None else (float(out[0]), float(out[1]))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
