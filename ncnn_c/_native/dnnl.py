@@ -1,7 +1,7 @@
 """A small checked wrapper over the oneDNN calls the native CPU plan makes.
 
 Only this module (and ``onednn.py``, which loads the library) touches the ``_plan``
-extension's ``ffi`` / ``lib``: ``ncnn_c/net/native.py`` builds plans from these objects.
+extension's ``ffi`` / ``lib``: ``ncnn_c/net/native/`` builds plans from these objects.
 Every oneDNN status other than success raises ``DnnlError`` naming the call; every handle
 is destroyed when its Python object goes (primitives and memories hold references to what
 they need, so the order of collection does not matter).

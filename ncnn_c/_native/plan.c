@@ -1,7 +1,7 @@
 /* ncnn_c's native CPU plan: run a list of oneDNN primitives, recorded once per input shape,
    in one call from Python (cffi releases the GIL around it).
 
-   The steps and their arguments are built and owned by ncnn_c/net/native.py; this file only
+   The steps and their arguments are built and owned by ncnn_c/net/native/; this file only
    binds the memories whose buffers change between runs (the caller's input Mats and the
    output Mats it allocates) and executes. Threads: oneDNN's OpenMP runtime, told the
    extractor's num_threads for this calling thread only. */
