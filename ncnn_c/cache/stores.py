@@ -87,7 +87,8 @@ def _ensure_dir(d: str, may_create: bool) -> None:
         d = "/" + d.lstrip("/")  # sqlite:////abs/path: POSIX keeps a leading // as it is
     if os.path.isdir(d):
         return
-    if os.path.exists(d):
+    # another process may create it between the two checks: only a non-directory is an error
+    if os.path.exists(d) and not os.path.isdir(d):
         raise CacheStoreError(f"{d!r} is not a directory")
     home = default_cache_dir()
     inside = d == home or d.startswith(home.rstrip(os.sep) + os.sep)
