@@ -10,6 +10,7 @@ from the numpy path fails its test instead of falling back.
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,11 @@ from ncnn_c.net import native
 from ncnn_c.net.native.ops import shape as shape_ops
 from ncnn_c.tools.randbin import random_weights
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="oneDNN is not installed")
+# oneDNN's CPU wheels exist for x86-64 only: elsewhere the plan is off by design (the numpy
+# layers run); on x86-64 a missing plan is a broken install and these tests fail
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="no oneDNN wheel for this architecture"
+)
 
 
 @pytest.fixture(autouse=True)

@@ -44,8 +44,7 @@ def _run(param: str, weights: bytes, m, tmp_path, vulkan: bool, flags: dict) -> 
 @pytest.mark.parametrize("grid", ["fp32", "fp32-pack", "fp16s-pack"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 def test_8bit_input_matches_its_values(dtype, grid, tmp_path):
-    if ncnn_c.get_gpu_count() == 0:
-        pytest.skip("no Vulkan device")
+    assert ncnn_c.get_gpu_count() > 0, "no Vulkan device (lavapipe is installed by ./run.sh)"
     shape = (3, 13, 17)
     a = (rng("8bit-x", dtype.__name__).integers(0, 120, shape)).astype(dtype)
     m = ncnn_c.Mat(a)
