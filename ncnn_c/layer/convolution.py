@@ -25,7 +25,7 @@ from ..mat import Mat
 from . import Param
 from ._conv import bias_act, gemm_into, native_act, native_kernels, winograd43_into, winograd43_weights
 from ._fused_activation import activation_values, check_activation, fused_activation
-from ._geometry import WeightBias, Window, copy_make_border
+from ._geometry import WINDOW_PARAMS, WeightBias, Window, copy_make_border
 from ._int8 import Int8Scales, conv_int8, float2int8, load_int8_scales, quantized_weights, store
 
 log = logging.getLogger("ncnn_c")
@@ -52,22 +52,8 @@ class Convolution(Window, WeightBias):
     """2-D convolution over a 3-D blob (and ncnn's 1x1-over-a-vector InnerProduct form)."""
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param(0, "num_output", 0),
-        Param(1, "kernel_w", 0),
-        Param(2, "dilation_w", 1),
-        Param(3, "stride_w", 1),
-        Param(4, "pad_left", 0),
-        Param(5, "bias_term", 0),
-        Param(6, "weight_data_size", 0),
+        *WINDOW_PARAMS,
         Param(8, "int8_scale_term", 0),
-        Param(9, "activation_type", 0),
-        Param(10, "activation_params", kind="floats"),
-        Param(11, "kernel_h", "kernel_w"),
-        Param(12, "dilation_h", "dilation_w"),
-        Param(13, "stride_h", "stride_w"),
-        Param(14, "pad_top", "pad_left"),
-        Param(15, "pad_right", "pad_left"),
-        Param(16, "pad_bottom", "pad_top"),
         Param(18, "pad_value", 0.0),
         Param(19, "dynamic_weight", 0),
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import Param
 from ._fused_activation import check_activation, fused_activation
-from ._geometry import WeightBias, Window, show
+from ._geometry import WINDOW_PARAMS, WeightBias, Window, show
 from ._window_nd import create_top, pad_nd, taps
 
 log = logging.getLogger("ncnn_c")
@@ -26,21 +26,7 @@ log = logging.getLogger("ncnn_c")
 class Convolution3D(Window, WeightBias):
     AXES = "dhw"
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param(0, "num_output", 0),
-        Param(1, "kernel_w", 0),
-        Param(2, "dilation_w", 1),
-        Param(3, "stride_w", 1),
-        Param(4, "pad_left", 0),
-        Param(5, "bias_term", 0),
-        Param(6, "weight_data_size", 0),
-        Param(9, "activation_type", 0),
-        Param(10, "activation_params", kind="floats"),
-        Param(11, "kernel_h", "kernel_w"),
-        Param(12, "dilation_h", "dilation_w"),
-        Param(13, "stride_h", "stride_w"),
-        Param(14, "pad_top", "pad_left"),
-        Param(15, "pad_right", "pad_left"),
-        Param(16, "pad_bottom", "pad_top"),
+        *WINDOW_PARAMS,
         Param(24, "pad_front", "pad_left"),
         Param(17, "pad_behind", "pad_front"),
         Param(18, "pad_value", 0.0),

@@ -20,7 +20,14 @@ import numpy as np
 from ..mat import Mat
 from . import Param, workspace
 from ._fused_activation import check_activation, fused_activation
-from ._geometry import PAD_SAME_LOWER, PAD_SAME_UPPER, WeightBias, kernel_extent, transposed_shape
+from ._geometry import (
+    PAD_SAME_LOWER,
+    PAD_SAME_UPPER,
+    WINDOW_PARAMS,
+    WeightBias,
+    kernel_extent,
+    transposed_shape,
+)
 
 log = logging.getLogger("ncnn_c")
 
@@ -32,21 +39,7 @@ def flat_weights(m: Mat) -> np.ndarray:
 
 class Deconvolution(WeightBias):
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param(0, "num_output", 0),
-        Param(1, "kernel_w", 0),
-        Param(2, "dilation_w", 1),
-        Param(3, "stride_w", 1),
-        Param(4, "pad_left", 0),
-        Param(5, "bias_term", 0),
-        Param(6, "weight_data_size", 0),
-        Param(9, "activation_type", 0),
-        Param(10, "activation_params", kind="floats"),
-        Param(11, "kernel_h", "kernel_w"),
-        Param(12, "dilation_h", "dilation_w"),
-        Param(13, "stride_h", "stride_w"),
-        Param(14, "pad_top", "pad_left"),
-        Param(15, "pad_right", "pad_left"),
-        Param(16, "pad_bottom", "pad_top"),
+        *WINDOW_PARAMS,
         Param(18, "output_pad_right", 0),
         Param(19, "output_pad_bottom", "output_pad_right"),
         Param(20, "output_w", 0),

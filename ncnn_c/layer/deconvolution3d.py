@@ -22,7 +22,15 @@ import numpy as np
 
 from . import Param
 from ._fused_activation import check_activation, fused_activation
-from ._geometry import PAD_SAME_LOWER, PAD_SAME_UPPER, WeightBias, Window, show, transposed_shape
+from ._geometry import (
+    PAD_SAME_LOWER,
+    PAD_SAME_UPPER,
+    WINDOW_PARAMS,
+    WeightBias,
+    Window,
+    show,
+    transposed_shape,
+)
 from ._window_nd import create_top
 
 log = logging.getLogger("ncnn_c")
@@ -33,21 +41,7 @@ OUTPUT_PAD_NAMES = {"d": "output_pad_behind", "h": "output_pad_bottom", "w": "ou
 class Deconvolution3D(Window, WeightBias):
     AXES = "dhw"
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param(0, "num_output", 0),
-        Param(1, "kernel_w", 0),
-        Param(2, "dilation_w", 1),
-        Param(3, "stride_w", 1),
-        Param(4, "pad_left", 0),
-        Param(5, "bias_term", 0),
-        Param(6, "weight_data_size", 0),
-        Param(9, "activation_type", 0),
-        Param(10, "activation_params", kind="floats"),
-        Param(11, "kernel_h", "kernel_w"),
-        Param(12, "dilation_h", "dilation_w"),
-        Param(13, "stride_h", "stride_w"),
-        Param(14, "pad_top", "pad_left"),
-        Param(15, "pad_right", "pad_left"),
-        Param(16, "pad_bottom", "pad_top"),
+        *WINDOW_PARAMS,
         Param(24, "pad_front", "pad_left"),
         Param(17, "pad_behind", "pad_front"),
         Param(18, "output_pad_right", 0),
