@@ -33,25 +33,31 @@ PAD_SAME_LOWER = -234
 PAD_NAMES = {"d": ("pad_front", "pad_behind"), "h": ("pad_top", "pad_bottom"), "w": ("pad_left", "pad_right")}
 
 
-# The param ids the weighted window layers share (Convolution, Deconvolution, their 3-D and
-# deformable forms): output count, 2-D kernel / dilation / stride / pads, bias, weight size,
-# fused activation. Each layer adds its own ids after these.
-WINDOW_PARAMS: tuple[Param, ...] = (
+# The param ids of a 2-D sliding window: output count, kernel, dilation, stride, pads (Fold,
+# Unfold and the weighted layers below).
+WINDOW_GEOMETRY_PARAMS: tuple[Param, ...] = (
     Param(0, "num_output", 0),
     Param(1, "kernel_w", 0),
     Param(2, "dilation_w", 1),
     Param(3, "stride_w", 1),
     Param(4, "pad_left", 0),
-    Param(5, "bias_term", 0),
-    Param(6, "weight_data_size", 0),
-    Param(9, "activation_type", 0),
-    Param(10, "activation_params", kind="floats"),
     Param(11, "kernel_h", "kernel_w"),
     Param(12, "dilation_h", "dilation_w"),
     Param(13, "stride_h", "stride_w"),
     Param(14, "pad_top", "pad_left"),
     Param(15, "pad_right", "pad_left"),
     Param(16, "pad_bottom", "pad_top"),
+)
+# ... and of the weighted window layers (Convolution, Deconvolution, their 3-D and deformable
+# forms): those plus bias, weight size and the fused activation, in ncnn's id order (the
+# depthwise forms insert ``group`` by position). Each layer adds its own ids after these.
+WINDOW_PARAMS: tuple[Param, ...] = (
+    *WINDOW_GEOMETRY_PARAMS[:5],
+    Param(5, "bias_term", 0),
+    Param(6, "weight_data_size", 0),
+    Param(9, "activation_type", 0),
+    Param(10, "activation_params", kind="floats"),
+    *WINDOW_GEOMETRY_PARAMS[5:],
 )
 
 

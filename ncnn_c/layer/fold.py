@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import Param
-from ._geometry import Window, output_shape, show
+from ._geometry import WINDOW_GEOMETRY_PARAMS, Window, output_shape, show
 from ._window_nd import create_top
 
 log = logging.getLogger("ncnn_c")
@@ -21,17 +21,7 @@ log = logging.getLogger("ncnn_c")
 class Fold(Window):
     AXES = "hw"
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param(0, "num_output", 0),
-        Param(1, "kernel_w", 0),
-        Param(2, "dilation_w", 1),
-        Param(3, "stride_w", 1),
-        Param(4, "pad_left", 0),
-        Param(11, "kernel_h", "kernel_w"),
-        Param(12, "dilation_h", "dilation_w"),
-        Param(13, "stride_h", "stride_w"),
-        Param(14, "pad_top", "pad_left"),
-        Param(15, "pad_right", "pad_left"),
-        Param(16, "pad_bottom", "pad_top"),
+        *WINDOW_GEOMETRY_PARAMS,
         Param(20, "output_w", 0),
         Param(21, "output_h", "output_w"),
     )
