@@ -17,7 +17,6 @@ from typing import Protocol
 import numpy as np
 
 from .._native.blas import single_threaded as single_threaded_blas
-from .._native.onednn import set_threads as set_omp_threads
 from ..mat import Mat
 from ..option import Option
 from .reference import needs_unpack, unpack_fp32
@@ -184,7 +183,6 @@ class Extractor:
                 else:
                     # our kernels split large products over their own pool (see _native.blas)
                     with single_threaded_blas():
-                        set_omp_threads(opt.num_threads)
                         native, reference = self._cpu
                         ret = native.extract(state, index, opt)
                         if ret is None:  # no plan for these inputs: the numpy layers

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
 from ...mat import Mat
 from ...option import Option
@@ -174,6 +175,9 @@ class NativeExecutor:
             return 0  # nothing to check a plan against: build one with the next (finite) input
         plans: NativePlans = view.native_plans
         name = view.blobs[index].name
+        # oneDNN splits a primitive's work for the OpenMP count it sees at creation; the
+        # runs set their own (plan.c) and put the caller's back
+        set_omp_threads(opt.num_threads)
         try:
             plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts)
         except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
