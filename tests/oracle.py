@@ -18,6 +18,7 @@ Input arrays use ncnn's numpy shapes: ``(w,)``, ``(h, w)``, ``(c, h, w)``, ``(c,
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import struct
@@ -279,6 +280,31 @@ def run_ncnn_isolated(
         return pool.submit(_run_ncnn_child, args).result()
 
 
+# The oracle's results for the last few models: one case checked on several backends (the
+# CPU paths, then each GPU option set; pytest runs a case's backends back to back) runs the
+# oracle once. Results are copied out, so a test cannot change what the next one compares to.
+_ORACLE_MEMO: dict[bytes, tuple[int, list[np.ndarray]]] = {}
+_ORACLE_MEMO_SIZE = 4
+
+
+def oracle_outputs(param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1, isolate: bool = False):
+    """run_ncnn (or run_ncnn_isolated) memoised on the model and inputs. Returns (ret, [arrays])."""
+    h = hashlib.sha256()
+    for part in (param_text.encode(), bin_bytes, str(n_outputs).encode()):
+        h.update(len(part).to_bytes(8, "little") + part)
+    for x in inputs:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        h.update(repr(x.shape).encode() + x.tobytes())
+    key = h.digest()
+    if key not in _ORACLE_MEMO:
+        ret, outs = (run_ncnn_isolated if isolate else run_ncnn)(param_text, bin_bytes, inputs, n_outputs)
+        if len(_ORACLE_MEMO) >= _ORACLE_MEMO_SIZE:
+            _ORACLE_MEMO.pop(next(iter(_ORACLE_MEMO)))
+        _ORACLE_MEMO[key] = (ret, outs)
+    ret, outs = _ORACLE_MEMO[key]
+    return ret, [o.copy() for o in outs]
+
+
 def default_option(**overrides):
     from ncnn_c.option import Option
 
@@ -409,7 +435,7 @@ def check_layer(
     inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
     param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
     bin_bytes = make_bin(weights)
-    ret, ref = (run_ncnn_isolated if isolate else run_ncnn)(param_text, bin_bytes, inputs, n_outputs)
+    ret, ref = oracle_outputs(param_text, bin_bytes, inputs, n_outputs, isolate)
     assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
     errs = {}
     for path in paths:
@@ -539,7 +565,7 @@ def check_layer_gpu(
         grid = {name: GPU_GRID[name] for name in grid}
     param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
     bin_bytes = make_bin(weights)
-    ret, ref = (run_ncnn_isolated if isolate else run_ncnn)(param_text, bin_bytes, inputs, n_outputs)
+    ret, ref = oracle_outputs(param_text, bin_bytes, inputs, n_outputs, isolate)
     assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
     errs = {}
     for name, flags in grid.items():
@@ -557,3 +583,80 @@ def check_layer_gpu(
             default=0.0,
         )
     return errs
+
+
+# -- one case list, every backend ----------------------------------------------------------------
+# A layer's test module keeps one list of cases and runs each on every backend:
+#
+#     @pytest.mark.parametrize("case", CASES, ids=str)
+#     @pytest.mark.parametrize("backend", backends("Softplus"))
+#     def test_softplus(case, backend):
+#         check(backend, "Softplus", {}, [], [x_for(case)], paths=("layer", "inplace", "net"))
+#
+# backends() is "cpu" (the layer object and the Net on the CPU, the paths given to check) plus,
+# marked ``gpu``, one "vk-<set>" per GPU option set when the type has a Vulkan form, or one
+# "vk-cpu" when it has none (the layer runs on the CPU inside a Vulkan net; the net must
+# download, run it and upload again). Put the backend decorator last (nearest the function) so
+# a case's backends run back to back and share one oracle run (oracle_outputs).
+
+CPU_BACKEND = "cpu"
+VK_CPU_BACKEND = "vk-cpu"
+
+
+def has_vulkan_form(layer_type: str) -> bool:
+    """Whether ncnn_c has a GPU class for the type (the registry finds it by file name)."""
+    return importlib.util.find_spec(f"ncnn_c.layer.vulkan.{layer_type.lower()}_vulkan") is not None
+
+
+def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True) -> list:
+    """pytest params for ``backend``: "cpu", then the GPU ones (``grid``: names of GPU_GRID,
+    default all of them) marked ``gpu``."""
+    import pytest
+
+    out = [pytest.param(CPU_BACKEND, id=CPU_BACKEND)] if cpu else []
+    if gpu:
+        if has_vulkan_form(layer_type):
+            names = list(GPU_GRID) if grid is None else list(grid)
+            out += [pytest.param(f"vk-{n}", id=f"vk-{n}", marks=pytest.mark.gpu) for n in names]
+        else:
+            out.append(pytest.param(VK_CPU_BACKEND, id=VK_CPU_BACKEND, marks=pytest.mark.gpu))
+    return out
+
+
+def check(
+    backend: str,
+    layer_type: str,
+    params: dict,
+    weights=(),
+    inputs=(),
+    n_outputs: int = 1,
+    tol: float = 1e-5,
+    paths=("layer", "net"),
+    tol_fp32: float = GPU_TOL_FP32,
+    tol_fp16: float = GPU_TOL_FP16,
+    isolate: bool = False,
+    compare=None,
+    **opt_overrides,
+) -> dict:
+    """One case on one backend against the oracle (the PyPI ncnn, CPU fp32).
+
+    "cpu": check_layer over ``paths`` within ``tol`` (``compare`` replaces the rel L2 check);
+    "vk-<set>": check_layer_gpu on that GPU_GRID set (fp32 within ``tol_fp32``, fp16 within
+    ``tol_fp16``); "vk-cpu": the layer inside a Vulkan net (check_in_vulkan_net, fp32 within
+    ``max(tol, 1e-5)``, default options within GPU_TOL_FP16). ``opt_overrides`` apply to the
+    Net paths. Returns {path or set: max rel L2 error}."""
+    if backend == CPU_BACKEND:
+        return check_layer(
+            layer_type, params, weights, inputs, n_outputs, tol=tol, paths=paths, isolate=isolate,
+            compare=compare, **opt_overrides,
+        )  # fmt: skip
+    if backend == VK_CPU_BACKEND:
+        from _vulkan_sandwich import check_in_vulkan_net
+
+        return {backend: check_in_vulkan_net(layer_type, params, weights, inputs, n_outputs, max(tol, 1e-5))}
+    if backend.startswith("vk-") and backend[3:] in GPU_GRID:
+        return check_layer_gpu(
+            layer_type, params, weights, inputs, n_outputs, grid=[backend[3:]], tol_fp32=tol_fp32,
+            tol_fp16=tol_fp16, isolate=isolate, **opt_overrides,
+        )  # fmt: skip
+    raise ValueError(f"unknown backend {backend!r}: 'cpu', 'vk-cpu' or 'vk-' + one of {list(GPU_GRID)}")
