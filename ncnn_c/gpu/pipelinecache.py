@@ -1,6 +1,6 @@
 """PipelineCache: the live pipeline objects of one device, and their persistent cache file.
 
-Three layers, as seed 000 describes:
+Three layers:
 
 * live artifacts: every pipeline request gets a 128-bit digest (shader index or SPIR-V
   murmur3, option bits, local size, subgroup size, specialization hashes); a repeated
@@ -150,7 +150,7 @@ class _SpirvRecord:
 
 
 class PipelineCache:
-    """Pipeline artifacts, SPIR-V and driver cache of one VulkanDevice (seed 000)."""
+    """Pipeline artifacts, SPIR-V and driver cache of one VulkanDevice."""
 
     def __init__(self, vkdev, key: bytes | str | None = None) -> None:
         if vkdev is None:
@@ -389,7 +389,7 @@ class PipelineCache:
     # -- lifetime ----------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Destroy every live artifact (seed 000 §3.2 order); SPIR-V and driver cache stay.
+        """Destroy every live artifact (dependents first); SPIR-V and driver cache stay.
 
         Inferences running on the cache's pipelines finish first; later ones on nets that
         used them fail with -1 (``PipelineGone``, logged) until the nets load again."""
@@ -742,7 +742,7 @@ def _describe(target) -> str:
 
 
 def _destroy_artifact(vkdev, art: Artifact) -> None:
-    # Order of seed 000 §3.2: update template, pipeline, pipeline layout, set layout, module.
+    # Dependents before what they were created from: update template, pipeline, pipeline layout, set layout, module.
     if art.descriptor_update_template is not None:
         _vkp.destroy_descriptor_update_template(vkdev, art.descriptor_update_template)
         art.descriptor_update_template = None
