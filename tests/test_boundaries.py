@@ -1,4 +1,7 @@
-"""Architecture invariants: the native boundary stays where docs/design.md puts it."""
+"""Architecture invariants: the native boundary stays where docs/design.md puts it.
+
+The rules walk packages, not named files: a module split into a package (``mat/``, ``net/``,
+``cache/``) or a new module in one is checked without editing this file."""
 
 from __future__ import annotations
 
@@ -7,20 +10,56 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "ncnn_c"
 
+# where ncnn_c's GPU side lives (relative to ROOT); everything else is CPU code, which reaches
+# the GPU only on demand, through an import inside a function
+GPU_SIDE = ("gpu", "layer/vulkan")
+# the packages that must never reach ncnn_c.gpu at all, not even lazily: the cache is data and
+# I/O that a tool without a device runs (docs/design.md, "Pipeline cache without Vulkan")
+NO_GPU_AT_ALL = ("cache",)
+
+
+def _py_files(under: pathlib.Path = ROOT):
+    return sorted(p for p in under.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _within(p: pathlib.Path, folders) -> bool:
+    rel = p.relative_to(ROOT).as_posix()
+    return any(rel.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _module_of(p: pathlib.Path) -> list[str]:
+    """The dotted package a module's relative imports start from (its own, for __init__.py)."""
+    parts = p.with_suffix("").parts
+    return list(parts[len(parts) - 1 - parts[::-1].index("ncnn_c") : -1])
+
+
+def _imported_modules(path: pathlib.Path, top_level_only: bool = False) -> list[tuple[str, ast.stmt]]:
+    """Every module an import statement names, resolved to its absolute dotted name (an
+    ``from x import y`` names both x and x.y, since y may be a submodule)."""
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out += [(a.name, node) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                pkg = _module_of(path)
+                base = pkg[: len(pkg) - (node.level - 1)] + ([node.module] if node.module else [])
+                module = ".".join(base)
+            else:
+                module = node.module or ""
+            out += [(module, node)] + [(f"{module}.{a.name}", node) for a in node.names]
+    return out
+
 
 def _imports(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+    """The top-level package names a module imports (absolute imports only)."""
+    return {m.split(".")[0] for m, node in _imported_modules(path) if not getattr(node, "level", 0)}
 
 
-def _py_files():
-    return sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
+def _is_gpu(module: str) -> bool:
+    return module == "ncnn_c.gpu" or module.startswith("ncnn_c.gpu.")
 
 
 def test_only_the_boundary_modules_import_vulkan():
@@ -50,23 +89,45 @@ def test_core_never_imports_the_oracle():
 
 
 def test_cpu_modules_do_not_import_the_gpu_package():
-    cpu = [
-        ROOT / "mat.py",
-        ROOT / "option.py",
-        ROOT / "allocator.py",
-        ROOT / "paramdict.py",
-        ROOT / "modelbin.py",
-        ROOT / "datareader.py",
-    ]
-    cpu += [p for p in (ROOT / "layer").glob("*.py")]
-    offenders = []
-    for p in cpu:
-        if not p.exists():
-            continue
-        src = p.read_text()
-        tree = ast.parse(src)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and ("gpu" in node.module.split(".")):
-                # a lazy import inside a function is how CPU code reaches the GPU on demand
-                offenders.append(str(p.relative_to(ROOT))) if node.col_offset == 0 else None
+    # every module outside the GPU side, packages walked (mat/, net/, cache/, layer/ ...): a
+    # lazy import inside a function is how CPU code reaches the GPU on demand, a module-level
+    # one would load the GPU stack with the CPU code
+    cpu = [p for p in _py_files() if not _within(p, GPU_SIDE)]
+    assert any(_within(p, ("net",)) for p in cpu) and any(_within(p, ("mat",)) for p in cpu)
+    offenders = sorted(
+        {
+            str(p.relative_to(ROOT))
+            for p in cpu
+            for module, _node in _imported_modules(p, top_level_only=True)
+            if _is_gpu(module)
+        }
+    )
     assert offenders == []
+
+
+def test_cpu_only_packages_never_reach_the_gpu():
+    offenders = sorted(
+        {
+            str(p.relative_to(ROOT))
+            for folder in NO_GPU_AT_ALL
+            for p in _py_files(ROOT / folder)
+            for module, _node in _imported_modules(p)
+            if _is_gpu(module)
+        }
+    )
+    assert offenders == []
+
+
+def test_the_walk_resolves_package_imports(tmp_path):
+    # a module-level GPU import planted in a package module is found, relative or absolute
+    mod = tmp_path / "ncnn_c" / "net" / "fake.py"
+    mod.parent.mkdir(parents=True)
+    mod.write_text(
+        "from ..gpu import device\nfrom . import state\nimport ncnn_c.gpu.vkmat\n"
+        "def f():\n    from ..gpu.command import VkCompute\n"
+    )
+    top = {m for m, _ in _imported_modules(mod, top_level_only=True)}
+    assert {"ncnn_c.gpu", "ncnn_c.gpu.device", "ncnn_c.net.state", "ncnn_c.gpu.vkmat"} <= top
+    assert "ncnn_c.gpu.command" not in top
+    assert "ncnn_c.gpu.command" in {m for m, _ in _imported_modules(mod)}
+    assert ROOT / "net" / "core.py" in _py_files() and ROOT / "mat" / "core.py" in _py_files()
