@@ -378,21 +378,25 @@ def run_net(
     use_vulkan=False,
     input_names=None,
     output_names=None,
+    require_gpu: bool = False,
     **opt_overrides,
 ):
-    """ncnn_c's Net over the same .param/.bin. Returns (ret, [arrays])."""
+    """ncnn_c's Net over the same .param/.bin (FP32_FLAGS, then ``opt_overrides``). Returns
+    (ret, [arrays]). ``require_gpu`` asserts that every layer got the Vulkan device (no silent
+    CPU fallback)."""
     import ncnn_c
 
     input_names = _names(input_names, "in", len(inputs))
     output_names = _names(output_names, "out", n_outputs)
     net = ncnn_c.Net()
     _apply(net.opt, FP32_FLAGS)
-    net.opt.use_vulkan_compute = bool(use_vulkan)
+    net.opt.use_vulkan_compute = bool(use_vulkan or require_gpu)
     _apply(net.opt, opt_overrides)
-    if net.load_param_mem(param_text) != 0:
+    if net.load_param_mem(param_text) != 0 or net.load_model_mem(bin_bytes) != 0:
         return -1, []
-    if net.load_model_mem(bin_bytes) != 0:
-        return -1, []
+    if require_gpu:
+        on_cpu = [layer.name for layer in net.layers() if layer.vkdev is None]
+        assert not on_cpu, f"layers {on_cpu} did not get the GPU"
     outs = []
     with net.create_extractor() as ex:
         for name, x in zip(input_names, inputs, strict=True):
@@ -406,6 +410,32 @@ def run_net(
             outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
     net.clear()
     return 0, outs
+
+
+def _check_runs(layer_type: str, params: dict, weights, inputs, n_outputs: int, isolate: bool, runs) -> dict:
+    """The one comparison loop of check_layer and check_layer_gpu: the oracle once (memoised),
+    then each run. ``runs`` maps a name to ``(run, compare)``: ``run(param_text, bin_bytes,
+    weights, inputs) -> (ret, [arrays])`` and ``compare(got, ref, what) -> error`` (which
+    asserts). Returns {name: max error over the outputs}."""
+    weights = list(weights)
+    inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
+    param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
+    bin_bytes = make_bin(weights)
+    ret, ref = oracle_outputs(param_text, bin_bytes, inputs, n_outputs, isolate)
+    assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
+    errs = {}
+    for name, (run, compare) in runs.items():
+        ret, got = run(param_text, bin_bytes, weights, inputs)
+        assert ret == 0, f"ncnn_c {name} failed ({ret}) on\n{param_text}"
+        assert len(got) == len(ref), f"ncnn_c {name}: {len(got)} outputs, the oracle {len(ref)}"
+        errs[name] = max(
+            (
+                compare(g, r, f"{layer_type} {name} out{i} {params}")
+                for i, (g, r) in enumerate(zip(got, ref, strict=True))
+            ),
+            default=0.0,
+        )
+    return errs
 
 
 def check_layer(
@@ -427,35 +457,22 @@ def check_layer(
     what is right (e.g. bf16 bits, which differ between the oracle's CPU dispatch paths).
 
     ``paths``: "layer" (direct layer object, CPU), "inplace" (forward_inplace, CPU),
-    "net" (ncnn_c.Net; skipped while ncnn_c/net.py does not exist). ``use_vulkan`` and
+    "net" (ncnn_c.Net). ``use_vulkan`` and
     ``opt_overrides`` apply to the Net path (GPU tests). ``isolate`` runs the oracle in a
     child process (see run_ncnn_isolated).
     """
-    weights = list(weights)
-    inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
-    param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
-    bin_bytes = make_bin(weights)
-    ret, ref = oracle_outputs(param_text, bin_bytes, inputs, n_outputs, isolate)
-    assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
-    errs = {}
-    for path in paths:
+    check = compare or (lambda g, r, what: assert_close(g, r, tol, what))
+
+    def runner(path):
         if path == "net":
-            if not net_available():
-                continue
-            ret, got = run_net(param_text, bin_bytes, inputs, n_outputs, use_vulkan, **opt_overrides)
-        else:
-            ret, got = run_layer(layer_type, params, weights, inputs, n_outputs, inplace=path == "inplace")
-        assert ret == 0, f"ncnn_c {path} path failed ({ret}) on\n{param_text}"
-        assert len(got) == len(ref)
-        check = compare or (lambda g, r, what: assert_close(g, r, tol, what))
-        errs[path] = max(
-            (
-                check(g, r, f"{layer_type} {path} out{i} {params}")
-                for i, (g, r) in enumerate(zip(got, ref, strict=True))
-            ),
-            default=0.0,
+            return lambda text, data, w, x: run_net(text, data, x, n_outputs, use_vulkan, **opt_overrides)
+        return lambda text, data, w, x: run_layer(
+            layer_type, params, w, x, n_outputs, inplace=path == "inplace"
         )
-    return errs
+
+    runs = {f"{path} path": (runner(path), check) for path in paths}
+    errs = _check_runs(layer_type, params, weights, inputs, n_outputs, isolate, runs)
+    return {name.removesuffix(" path"): err for name, err in errs.items()}
 
 
 # -- the GPU option grid ---------------------------------------------------------------------
@@ -514,31 +531,10 @@ def _fp16_compare(got: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def run_net_gpu(param_text: str, bin_bytes: bytes, inputs, n_outputs: int = 1, **opt_overrides):
-    """run_net on the GPU, asserting that every layer really got the device (no silent CPU
-    fallback). Returns (ret, [arrays])."""
-    import ncnn_c
-
-    net = ncnn_c.Net()
-    _apply(net.opt, FP32_FLAGS)
-    net.opt.use_vulkan_compute = True
-    _apply(net.opt, opt_overrides)
-    if net.load_param_mem(param_text) != 0 or net.load_model_mem(bin_bytes) != 0:
-        return -1, []
-    on_cpu = [layer.name for layer in net.layers() if layer.vkdev is None]
-    assert not on_cpu, f"layers {on_cpu} did not get the GPU"
-    outs = []
-    with net.create_extractor() as ex:
-        for i, x in enumerate(inputs):
-            ret = ex.input(f"in{i}", ncnn_c.Mat(np.ascontiguousarray(x, dtype=np.float32)))
-            if ret != 0:
-                return ret, []
-        for i in range(n_outputs):
-            ret, m = ex.extract(f"out{i}")
-            if ret != 0:
-                return ret, []
-            outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
-    net.clear()
-    return 0, outs
+    """run_net on the GPU, asserting that every layer really got the device. Returns (ret, [arrays])."""
+    return run_net(
+        param_text, bin_bytes, inputs, n_outputs, use_vulkan=True, require_gpu=True, **opt_overrides
+    )
 
 
 def check_layer_gpu(
@@ -555,34 +551,25 @@ def check_layer_gpu(
 ) -> dict:
     """Run the layer in a Vulkan Net under every option set of ``grid`` (default GPU_GRID,
     a dict name -> option flags, or a list of its names) and compare each with the PyPI ncnn
-    CPU fp32 oracle: rel L2 <= tol_fp32 for fp32 sets, <= tol_fp16 for fp16 ones. Returns
-    {set name: max rel L2 error}. ``opt_overrides`` apply to every set (e.g. lightmode)."""
-    weights = list(weights)
-    inputs = [np.asarray(x, dtype=np.float32) for x in inputs]
+    CPU fp32 oracle: rel L2 <= tol_fp32 for fp32 sets, <= tol_fp16 for fp16 ones (the oracle's
+    values as fp16 holds them, see _fp16_compare). Returns {set name: max rel L2 error}.
+    ``opt_overrides`` apply to every set (e.g. lightmode)."""
     if grid is None:
         grid = GPU_GRID
     elif not isinstance(grid, dict):
         grid = {name: GPU_GRID[name] for name in grid}
-    param_text = make_param(layer_type, params, [x.shape for x in inputs], n_outputs)
-    bin_bytes = make_bin(weights)
-    ret, ref = oracle_outputs(param_text, bin_bytes, inputs, n_outputs, isolate)
-    assert ret == 0, f"oracle failed ({ret}) on\n{param_text}"
-    errs = {}
-    for name, flags in grid.items():
-        ret, got = run_net_gpu(param_text, bin_bytes, inputs, n_outputs, **dict(flags, **opt_overrides))
-        assert ret == 0, f"ncnn_c GPU {name} failed ({ret}) on\n{param_text}"
-        assert len(got) == len(ref)
-        fp16 = bool(flags.get("use_fp16_storage") or flags.get("use_fp16_arithmetic"))
-        tol = tol_fp16 if fp16 else tol_fp32
-        pairs = [_fp16_compare(g, r) if fp16 else (g, r) for g, r in zip(got, ref, strict=True)]
-        errs[name] = max(
-            (
-                assert_close(g, r, tol, f"{layer_type} GPU {name} out{i} {params}")
-                for i, (g, r) in enumerate(pairs)
-            ),
-            default=0.0,
-        )
-    return errs
+
+    def runner(flags):
+        return lambda text, data, w, x: run_net_gpu(text, data, x, n_outputs, **dict(flags, **opt_overrides))
+
+    def comparer(flags):
+        if flags.get("use_fp16_storage") or flags.get("use_fp16_arithmetic"):
+            return lambda g, r, what: assert_close(*_fp16_compare(g, r), tol_fp16, what)
+        return lambda g, r, what: assert_close(g, r, tol_fp32, what)
+
+    runs = {f"GPU {name}": (runner(flags), comparer(flags)) for name, flags in grid.items()}
+    errs = _check_runs(layer_type, params, weights, inputs, n_outputs, isolate, runs)
+    return {name.removeprefix("GPU "): err for name, err in errs.items()}
 
 
 # -- one case list, every backend ----------------------------------------------------------------
