@@ -1,13 +1,12 @@
 """CELU against the PyPI ncnn: the shapes and alphas of ncnn's tests/test_celu.cpp (every
-rank), the layer / in-place / net paths, extremes, and a Vulkan net (ncnn has a GPU form;
-ours runs the layer on the CPU inside the Vulkan net)."""
+rank), the layer / in-place / net paths and the extremes, each case on every backend
+(oracle.backends: the CPU and the GPU option grid)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, randn, rng
+from oracle import backends, check, randn, rng
 
 PATHS = ("layer", "inplace", "net")
 
@@ -23,18 +22,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("shape,alpha", CASES, ids=str)
-def test_celu(shape, alpha):
+@pytest.mark.parametrize("backend", backends("CELU"))
+def test_celu(shape, alpha, backend):
     x = randn(rng("celu", shape, alpha), shape, 3.0)
-    check_layer("CELU", {0: alpha}, [], [x], paths=PATHS)
+    check(backend, "CELU", {0: alpha}, [], [x], paths=PATHS)
 
 
-def test_celu_default_alpha_and_extremes():
+@pytest.mark.parametrize("params", [{}, {0: 2.5}], ids=str)
+@pytest.mark.parametrize("backend", backends("CELU"))
+def test_celu_default_alpha_and_extremes(params, backend):
     x = np.array([-1000, -100, -89, -10, -1e-3, -0.0, 0, 1e-3, 10, 100, 1e30], np.float32)
-    check_layer("CELU", {}, [], [x], paths=PATHS)
-    check_layer("CELU", {0: 2.5}, [], [x], paths=PATHS)
-
-
-@pytest.mark.gpu
-def test_celu_in_vulkan_net():
-    x = randn(rng("celu-vk"), (6, 9, 11), 3.0)
-    check_in_vulkan_net("CELU", {0: 0.5}, [], [x])
+    check(backend, "CELU", params, [], [x], paths=PATHS)

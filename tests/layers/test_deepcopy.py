@@ -1,13 +1,12 @@
 """DeepCopy against the PyPI ncnn (exact): the shapes of ncnn's tests/test_deepcopy.cpp
-(every rank), the layer and net paths, the top never sharing the bottom's memory, and a
-Vulkan net (ncnn has a GPU form; ours runs the layer on the CPU inside the Vulkan net)."""
+(every rank), the layer and net paths, each case on every backend (oracle.backends: the CPU
+and the GPU option grid), and the top never sharing the bottom's memory."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, default_option, randn, rng
+from oracle import backends, check, default_option, randn, rng
 
 from ncnn_c.layer import create_layer_cpu
 from ncnn_c.mat import Mat
@@ -23,8 +22,10 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_deepcopy(shape):
-    check_layer("DeepCopy", {}, [], [randn(rng("deepcopy", shape), shape)], paths=PATHS, tol=0.0)
+@pytest.mark.parametrize("backend", backends("DeepCopy"))
+def test_deepcopy(shape, backend):
+    x = randn(rng("deepcopy", shape), shape)
+    check(backend, "DeepCopy", {}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def test_deepcopy_owns_its_memory():
@@ -38,9 +39,3 @@ def test_deepcopy_owns_its_memory():
 def test_deepcopy_of_an_empty_blob_fails():
     layer = create_layer_cpu("DeepCopy")
     assert layer.forward(Mat(), Mat(), default_option()) != 0
-
-
-@pytest.mark.gpu
-def test_deepcopy_in_vulkan_net():
-    x = randn(rng("deepcopy-vk"), (6, 9, 11))
-    check_in_vulkan_net("DeepCopy", {}, [], [x], tol=0.0)

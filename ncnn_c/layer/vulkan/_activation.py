@@ -1,9 +1,9 @@
 """The shared GPU form of the element-wise activations: one shader, ``activation.comp``.
 
 Every activation layer (BNLL, Clip, ELU, Exp, Log, GELU, HardSigmoid, HardSwish, Mish, Power,
-SELU, Sigmoid, Swish, TanH, Threshold, PReLU with one slope) and every UnaryOp op_type runs
-the same in-place scalar shader; an op id and up to four float parameters, derived once from
-the layer's params, are its specialization constants.
+SELU, Sigmoid, Swish, TanH, Threshold, CELU, Erf, Shrink, Softplus, PReLU with one slope) and
+every UnaryOp op_type runs the same in-place scalar shader; an op id and up to four float
+parameters, derived once from the layer's params, are its specialization constants.
 
 Why one shader rather than ncnn's one file per activation: the SPIR-V cache keys entries by
 (shader, option bits), so one file costs one glslang compile per option set (five, not ~45x5)
@@ -42,6 +42,10 @@ OP_SWISH = 115
 OP_TANH = 116
 OP_THRESHOLD = 117
 OP_LEAKY = 118
+OP_CELU = 119
+OP_ERF = 120
+OP_SHRINK = 121
+OP_SOFTPLUS = 122
 
 # activation.comp's power kinds (its constant d)
 POWER_REAL, POWER_EVEN, POWER_ODD, POWER_ONE = 0, 1, 2, 3

@@ -39,6 +39,10 @@ layout (constant_id = 5) const int pack4 = 0;
 #define OP_TANH 116
 #define OP_THRESHOLD 117    // a threshold
 #define OP_LEAKY 118        // a slope (PReLU with one slope)
+#define OP_CELU 119         // a alpha
+#define OP_ERF 120
+#define OP_SHRINK 121       // a bias, b lambd
+#define OP_SOFTPLUS 122
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
@@ -104,6 +108,26 @@ float log1p_(float x)
     return u == 1.f ? x : log(u) * x / (u - 1.f);
 }
 
+// erf: its Maclaurin series (to x^15, below 1e-9 relative) near 0, where 1 - erfc would lose
+// every digit, and 1 - erfc beyond (erfc_cheb's error times erfc(0.5) < 0.5 is 6e-8)
+float erf_(float x)
+{
+    if (abs(x) < 0.5f)
+    {
+        const float t = x * x;
+        float s = -1.f / 75600.f;
+        s = s * t + 1.f / 9360.f;
+        s = s * t - 1.f / 1320.f;
+        s = s * t + 1.f / 216.f;
+        s = s * t - 1.f / 42.f;
+        s = s * t + 1.f / 10.f;
+        s = s * t - 1.f / 3.f;
+        s = s * t + 1.f;
+        return 1.12837916709551257f * x * s;
+    }
+    return 1.f - erfc_cheb(x);
+}
+
 float activate(float x)
 {
     if (op == 0) return abs(x);
@@ -162,6 +186,11 @@ float activate(float x)
     if (op == OP_TANH) return safe_tanh(x);
     if (op == OP_THRESHOLD) return x > a ? 1.f : 0.f;
     if (op == OP_LEAKY) return x < 0.f ? x * a : x;
+    if (op == OP_CELU) return x < 0.f ? (exp(x / a) - 1.f) * a : x;
+    if (op == OP_ERF) return erf_(x);
+    // as ncnn: below -lambd first (a negative lambd makes both hold in between)
+    if (op == OP_SHRINK) return x < -b ? x + a : (x > b ? x - a : 0.f);
+    if (op == OP_SOFTPLUS) return log(exp(x) + 1.f);
     return x;
 }
 
