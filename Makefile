@@ -46,9 +46,13 @@ test-slow: setup
 bench: setup
 	$(PY) examples/bench_cold_warm.py
 
-# a platform wheel with the native extensions and the C API kit, into dist/
+# a manylinux wheel with the native extensions and the C API kit, into dist/: pip builds a
+# linux_<arch> wheel into build/wheel, auditwheel checks its native libraries against the
+# manylinux policies and writes the retagged wheel (the newest glibc a symbol needs decides the tag)
 wheel: $(STAMP)
-	$(PY) -m pip wheel . --no-deps -w dist
+	rm -rf build/wheel
+	$(PY) -m pip wheel . --no-deps -w build/wheel
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist build/wheel/ncnn_c-*.whl
 
 clean:
 	rm -rf $(VENV) build dist capi/build ncnn_c/_native/*.so models/*.vkcache

@@ -14,7 +14,10 @@ and link line already exists.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import sysconfig
 
 import cffi
 
@@ -22,7 +25,10 @@ from . import _build
 from ._build import BuildError  # noqa: F401  (part of this module's interface)
 
 MODULE = "_shaderc"
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# Where the static archives are: $NCNN_C_SHADERC_LIBDIR, else what pkg-config says of
+# shaderc_combined, else the platform's multiarch directory (x86_64-linux-gnu, aarch64-linux-gnu),
+# /usr/lib64 or /usr/lib. The headers: $NCNN_C_SHADERC_INCLUDE, pkg-config, /usr/include.
+LIBDIR_ENV, INCLUDE_ENV = "NCNN_C_SHADERC_LIBDIR", "NCNN_C_SHADERC_INCLUDE"
 
 DEBIAN_PACKAGES = (
     "libshaderc-dev glslang-dev spirv-tools (apt-get install libshaderc-dev glslang-dev spirv-tools)"
@@ -46,14 +52,49 @@ OPTIONAL_ARCHIVES = (
 CDEF, CSOURCE = "shaderc.cdef", "shaderc.c"
 
 
-def _archives() -> list[str]:
-    missing = [a for a in REQUIRED_ARCHIVES if not os.path.exists(os.path.join(LIBDIR, a))]
-    if missing or not os.path.exists("/usr/include/shaderc/shaderc.h"):
-        raise BuildError(
-            f"static shaderc libraries missing ({', '.join(missing) or 'shaderc/shaderc.h'}); install the Debian packages {DEBIAN_PACKAGES}"
+def _pkg_config(variable: str) -> str | None:
+    """A variable of shaderc_combined's pkg-config file, or None without pkg-config or it."""
+    exe = shutil.which("pkg-config")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, f"--variable={variable}", "shaderc_combined"], capture_output=True, text=True, timeout=30
         )
-    found = [os.path.join(LIBDIR, a) for a in REQUIRED_ARCHIVES]
-    found += [os.path.join(LIBDIR, a) for a in OPTIONAL_ARCHIVES if os.path.exists(os.path.join(LIBDIR, a))]
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = out.stdout.strip()
+    return value if out.returncode == 0 and value else None
+
+
+def library_dirs() -> list[str]:
+    """The directories searched for the static archives, in order."""
+    if os.environ.get(LIBDIR_ENV):
+        return [os.environ[LIBDIR_ENV]]
+    dirs = [d for d in (_pkg_config("libdir"),) if d]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        dirs.append(os.path.join("/usr/lib", multiarch))
+    dirs += ["/usr/lib64", "/usr/lib", "/usr/local/lib"]
+    return list(dict.fromkeys(dirs))
+
+
+def include_dir() -> str:
+    return os.environ.get(INCLUDE_ENV) or _pkg_config("includedir") or "/usr/include"
+
+
+def _archives() -> list[str]:
+    searched = library_dirs()
+    libdir = next((d for d in searched if os.path.exists(os.path.join(d, REQUIRED_ARCHIVES[0]))), searched[0])
+    missing = [a for a in REQUIRED_ARCHIVES if not os.path.exists(os.path.join(libdir, a))]
+    header = os.path.join(include_dir(), "shaderc", "shaderc.h")
+    if missing or not os.path.exists(header):
+        raise BuildError(
+            f"static shaderc libraries missing ({', '.join(missing) or header}; searched {', '.join(searched)}, "
+            f"set ${LIBDIR_ENV} / ${INCLUDE_ENV} to point elsewhere); on Debian install {DEBIAN_PACKAGES}"
+        )
+    found = [os.path.join(libdir, a) for a in REQUIRED_ARCHIVES]
+    found += [os.path.join(libdir, a) for a in OPTIONAL_ARCHIVES if os.path.exists(os.path.join(libdir, a))]
     return found
 
 
@@ -63,6 +104,7 @@ def _ffibuilder(archives: list[str]) -> cffi.FFI:
     ffi.set_source(
         f"ncnn_c._native.{MODULE}",
         _build.source(CSOURCE).replace("@STAMP@", _stamp(archives)),
+        include_dirs=[include_dir()],
         extra_link_args=["-Wl,--start-group", *archives, "-Wl,--end-group", "-lstdc++", "-lpthread", "-lm"],
     )
     return ffi
