@@ -41,17 +41,21 @@ class Dnnl:
         return d
 
     # -- memory descriptors ------------------------------------------------------------
-    def md(self, dims: Sequence[int], tag: str | None = None, strides: Sequence[int] | None = None) -> MD:
-        """An fp32 memory descriptor: by format tag ("any", "abcd", ...) or by strides."""
+    def md(
+        self, dims: Sequence[int], tag: str | None = None, strides: Sequence[int] | None = None, dtype="f32"
+    ) -> MD:
+        """A memory descriptor of ``dtype`` (f32, s32, s8, u8): by format tag ("any", "abcd",
+        ...) or by strides."""
         p = self.ffi.new("dnnl_memory_desc_t *")
+        dt = getattr(self.lib, f"dnnl_{dtype}")
         if strides is not None:
             st = self.lib.dnnl_memory_desc_create_with_strides(
-                p, len(dims), self.dims(dims), self.lib.dnnl_f32, self.dims(strides)
+                p, len(dims), self.dims(dims), dt, self.dims(strides)
             )
         else:
             name = "dnnl_format_tag_any" if tag in (None, "any") else f"dnnl_{tag}"
             st = self.lib.dnnl_memory_desc_create_with_tag(
-                p, len(dims), self.dims(dims), self.lib.dnnl_f32, getattr(self.lib, name)
+                p, len(dims), self.dims(dims), dt, getattr(self.lib, name)
             )
         self.check(st, "memory_desc_create")
         return MD(self, p[0], tuple(int(v) for v in dims))
@@ -70,16 +74,23 @@ class Dnnl:
         return Mem(self.ffi.gc(p[0], self.lib.dnnl_memory_destroy), md)
 
     # -- primitive descriptors ----------------------------------------------------------
-    def attr(self, post: Sequence[tuple] = ()):
+    def attr(self, post: Sequence[tuple] = (), scales: Sequence[tuple[int, int]] = ()):
         """A primitive attribute with post-ops, or NULL: ``(alg, alpha, beta)`` is an eltwise
         post-op, ``(alg, md)`` a binary one whose second operand (``md``) is an argument of
-        the primitive (``post_arg(index)``)."""
-        if not post:
+        the primitive (``post_arg(index)``). ``scales``: (argument, mask) pairs, whose scale
+        vectors are arguments ``ARG_ATTR_SCALES | argument`` of the primitive."""
+        if not post and not scales:
             return self.ffi.NULL
         lib, ffi = self.lib, self.ffi
         pa = ffi.new("dnnl_primitive_attr_t *")
         self.check(lib.dnnl_primitive_attr_create(pa), "primitive_attr_create")
         attr = ffi.gc(pa[0], lib.dnnl_primitive_attr_destroy)
+        for arg, mask in scales:
+            self.check(
+                lib.dnnl_primitive_attr_set_scales_mask(attr, arg, mask), "primitive_attr_set_scales_mask"
+            )
+        if not post:
+            return attr
         po = ffi.new("dnnl_post_ops_t *")
         self.check(lib.dnnl_post_ops_create(po), "post_ops_create")
         ops = ffi.gc(po[0], lib.dnnl_post_ops_destroy)
@@ -99,13 +110,13 @@ class Dnnl:
         self.check(getattr(self.lib, fn)(p, *args), fn)
         return PD(self, self.ffi.gc(p[0], self.lib.dnnl_primitive_desc_destroy))
 
-    def convolution(self, src, weights, bias, dst, strides, dilates, pad_l, pad_r, post=()) -> PD:
+    def convolution(self, src, weights, bias, dst, strides, dilates, pad_l, pad_r, post=(), scales=()) -> PD:
         lib = self.lib
         return self._pd(
             "dnnl_convolution_forward_primitive_desc_create", self.engine, lib.dnnl_forward_inference,
             lib.dnnl_convolution_direct, src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL,
             dst.ptr, self.dims(strides), self.dims(dilates), self.dims(pad_l), self.dims(pad_r),
-            self.attr(post),
+            self.attr(post, scales),
         )  # fmt: skip
 
     def deconvolution(self, src, weights, bias, dst, strides, dilates, pad_l, pad_r, post=()) -> PD:
@@ -117,10 +128,10 @@ class Dnnl:
             self.attr(post),
         )  # fmt: skip
 
-    def inner_product(self, src, weights, bias, dst, post=()) -> PD:
+    def inner_product(self, src, weights, bias, dst, post=(), scales=()) -> PD:
         return self._pd(
             "dnnl_inner_product_forward_primitive_desc_create", self.engine, self.lib.dnnl_forward_inference,
-            src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL, dst.ptr, self.attr(post),
+            src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL, dst.ptr, self.attr(post, scales),
         )  # fmt: skip
 
     def pooling(self, alg: str, src, dst, strides, kernel, pad_l, pad_r) -> PD:
@@ -278,8 +289,20 @@ class PD:
         return d.ffi.gc(p[0], d.lib.dnnl_primitive_destroy)
 
 
+class Kernel:
+    """A step of ncnn_c's own C in place of a primitive: ``fn`` (the address of a
+    ``ncnnc_kernel``, from another cffi module) called with ``ctx`` (an address; ``keep``
+    holds what it points to) and its argument memories' data pointers, in order."""
+
+    __slots__ = ("fn", "ctx", "keep")
+
+    def __init__(self, fn: int, ctx: int, keep) -> None:
+        self.fn, self.ctx, self.keep = fn, ctx, keep
+
+
 class Steps:
-    """Primitives with their arguments, as the C executor reads them; built once per plan."""
+    """Primitives (or Kernels) with their arguments, as the C executor reads them; built once
+    per plan."""
 
     def __init__(self, dnnl: Dnnl) -> None:
         self.dnnl = dnnl
@@ -303,7 +326,12 @@ class Steps:
             for j, (arg, mem) in enumerate(args):
                 a[j].arg = arg
                 a[j].memory = mem.ptr
-            arr[i].prim = prim
+            if isinstance(prim, Kernel):
+                arr[i].prim = ffi.NULL
+                arr[i].kernel = ffi.cast("ncnnc_kernel", prim.fn)
+                arr[i].ctx = ffi.cast("void *", prim.ctx)
+            else:
+                arr[i].prim = prim
             arr[i].nargs = len(args)
             arr[i].args = a
             keep.append((prim, a, args))
@@ -334,6 +362,7 @@ class Runner:
 
 
 ARG_SRC, ARG_SRC_1, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_MULTIPLE_SRC = 1, 2, 17, 33, 41, 1024
+ARG_ATTR_SCALES = 4096
 
 
 def post_arg(index: int) -> int:

@@ -3,8 +3,11 @@
 
    The steps and their arguments are built and owned by ncnn_c/net/native/; this file only
    binds the memories whose buffers change between runs (the caller's input Mats and the
-   output Mats it allocates) and executes. Threads: oneDNN's OpenMP runtime, told the
-   extractor's num_threads for this calling thread only. */
+   output Mats it allocates) and executes. A step is a oneDNN primitive or one of the plan's
+   own kernels (winograd.c, compiled into the same extension before this file) over the
+   buffers of its first two memories. Threads: oneDNN's OpenMP runtime, told the
+   extractor's num_threads for this calling thread only; the own kernels' OpenMP loops run
+   on the same pool with the same count. */
 #include <stddef.h>
 #include <stdint.h>
 #include "oneapi/dnnl/dnnl.h"
@@ -14,11 +17,30 @@ int omp_get_max_threads(void);
 
 const char ncnnc_plan_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
+/* a step of ncnn_c's own C instead of a primitive (prim NULL): called with its context and
+   the data pointers of its argument memories, in order; it runs OpenMP loops itself */
+typedef void (*ncnnc_kernel)(const void *ctx, void *const *ptrs);
+#define NCNNC_KERNEL_MAX_ARGS 8
+
 typedef struct {
     dnnl_primitive_t prim;
     int nargs;
     const dnnl_exec_arg_t *args;
+    ncnnc_kernel kernel;
+    const void *ctx;
 } ncnnc_step;
+
+static int run_kernel(const ncnnc_step *s)
+{
+    void *ptrs[NCNNC_KERNEL_MAX_ARGS];
+    if (s->nargs > NCNNC_KERNEL_MAX_ARGS)
+        return -1;
+    for (int j = 0; j < s->nargs; j++)
+        if (dnnl_memory_get_data_handle(s->args[j].memory, &ptrs[j]) != dnnl_success)
+            return -1;
+    s->kernel(s->ctx, ptrs);
+    return 0;
+}
 
 /* 0, or -(1 + i) when binding i failed, or -(1000 + i) when step i failed */
 int ncnnc_plan_run(dnnl_stream_t stream, const ncnnc_step *steps, int n, int num_threads,
@@ -32,9 +54,13 @@ int ncnnc_plan_run(dnnl_stream_t stream, const ncnnc_step *steps, int n, int num
     int before = omp_get_max_threads();
     omp_set_num_threads(num_threads > 0 ? num_threads : 1);
     int ret = 0;
-    for (int i = 0; i < n && ret == 0; i++)
-        if (dnnl_primitive_execute(steps[i].prim, stream, steps[i].nargs, steps[i].args) != dnnl_success)
+    for (int i = 0; i < n && ret == 0; i++) {
+        int bad = steps[i].prim
+            ? dnnl_primitive_execute(steps[i].prim, stream, steps[i].nargs, steps[i].args) != dnnl_success
+            : run_kernel(&steps[i]) != 0;
+        if (bad)
             ret = -(1000 + i);
+    }
     if (ret == 0 && dnnl_stream_wait(stream) != dnnl_success)
         ret = -999;
     omp_set_num_threads(before);
