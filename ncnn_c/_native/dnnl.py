@@ -134,6 +134,13 @@ class Dnnl:
             src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL, dst.ptr, self.attr(post, scales),
         )  # fmt: skip
 
+    def matmul(self, src, weights, dst) -> PD:
+        """(Batched) src x weights, no bias or post-ops."""
+        return self._pd(
+            "dnnl_matmul_primitive_desc_create", self.engine, src.ptr, weights.ptr, self.ffi.NULL, dst.ptr,
+            self.ffi.NULL,
+        )  # fmt: skip
+
     def pooling(self, alg: str, src, dst, strides, kernel, pad_l, pad_r) -> PD:
         lib = self.lib
         return self._pd(

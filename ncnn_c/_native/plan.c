@@ -3,11 +3,11 @@
 
    The steps and their arguments are built and owned by ncnn_c/net/native/; this file only
    binds the memories whose buffers change between runs (the caller's input Mats and the
-   output Mats it allocates) and executes. A step is a oneDNN primitive or one of the plan's
-   own kernels (winograd.c, compiled into the same extension before this file) over the
-   buffers of its first two memories. Threads: oneDNN's OpenMP runtime, told the
-   extractor's num_threads for this calling thread only; the own kernels' OpenMP loops run
-   on the same pool with the same count. */
+   output Mats it allocates) and executes. A step is a oneDNN primitive or a kernel of
+   ncnn_c's own C (a function of another extension: winograd.c, int8.c) over its memories'
+   buffers. Threads: oneDNN's OpenMP runtime, told the extractor's num_threads for this
+   calling thread only; the own kernels' OpenMP loops run on the same pool (libgomp) with
+   the same count. */
 #include <stddef.h>
 #include <stdint.h>
 #include "oneapi/dnnl/dnnl.h"
