@@ -1,6 +1,6 @@
 """Flip against the PyPI ncnn (exact): the shapes of ncnn's tests/test_flip.cpp with every
 axes combination it tries per rank, negative axes, an empty list, the layer and net paths,
-bad params, and a Vulkan net (ncnn has no GPU form: the Vulkan net runs it on the CPU)."""
+each case on every backend (oracle.backends: the CPU and the GPU option grid), and bad params."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
+from oracle import backends, check, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
 
@@ -32,9 +31,10 @@ CASES = [(shape, list(axes)) for shape in SHAPES for axes in _axes_sets(len(shap
 
 
 @pytest.mark.parametrize("shape,axes", CASES, ids=str)
-def test_flip(shape, axes):
+@pytest.mark.parametrize("backend", backends("Flip"))
+def test_flip(shape, axes, backend):
     x = randn(rng("flip", shape), shape)
-    check_layer("Flip", {0: axes}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "Flip", {0: axes}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 @pytest.mark.parametrize(
@@ -42,14 +42,16 @@ def test_flip(shape, axes):
     [((4, 3, 5, 6), [-1, -3]), ((5, 6, 7), [-3]), ((6, 7), [-1, 0]), ((9,), [-1]), ((5, 6, 7), [2, 2, 0])],
     ids=str,
 )
-def test_flip_negative_and_repeated_axes(shape, axes):
+@pytest.mark.parametrize("backend", backends("Flip"))
+def test_flip_negative_and_repeated_axes(shape, axes, backend):
     x = randn(rng("flip-neg", shape), shape)
-    check_layer("Flip", {0: axes}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "Flip", {0: axes}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
-def test_flip_without_axes_passes_through():
+@pytest.mark.parametrize("backend", backends("Flip"))
+def test_flip_without_axes_passes_through(backend):
     x = randn(rng("flip-none"), (3, 5, 7))
-    check_layer("Flip", {}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "Flip", {}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def _errors(caplog):
@@ -75,9 +77,3 @@ def test_flip_axis_out_of_range(caplog, shape, axes):
     errors = _errors(caplog)
     assert ret != 0
     assert len(errors) == 1 and "Flip" in errors[0] and "axis" in errors[0], errors
-
-
-@pytest.mark.gpu
-def test_flip_in_vulkan_net():
-    x = randn(rng("flip-vk"), (6, 9, 11))
-    check_in_vulkan_net("Flip", {0: [0, 2]}, [], [x], tol=0.0)

@@ -1,7 +1,7 @@
 """PixelShuffle against the PyPI ncnn (exact): the cases of ncnn's tests/test_pixelshuffle.cpp
 (factors 1-4, both channel orders, channels not a multiple of r*r), the layer and net paths,
-bad params and inputs, and a Vulkan net (ncnn has a GPU form; ours runs the layer on the CPU
-inside the Vulkan net)."""
+each case on every backend (oracle.backends: the CPU and the GPU option grid), and bad params
+and inputs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
+from oracle import backends, check, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
 
@@ -25,9 +24,10 @@ CASES = [
 
 @pytest.mark.parametrize("mode", [0, 1])
 @pytest.mark.parametrize("shape,r", CASES, ids=str)
-def test_pixelshuffle(shape, r, mode):
+@pytest.mark.parametrize("backend", backends("PixelShuffle"))
+def test_pixelshuffle(shape, r, mode, backend):
     x = randn(rng("pixelshuffle", shape), shape)
-    check_layer("PixelShuffle", {0: r, 1: mode}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "PixelShuffle", {0: r, 1: mode}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def _errors(caplog):
@@ -53,9 +53,3 @@ def test_pixelshuffle_bad_inputs(caplog, shape):
     errors = _errors(caplog)
     assert ret != 0
     assert len(errors) == 1 and "PixelShuffle" in errors[0], errors
-
-
-@pytest.mark.gpu
-def test_pixelshuffle_in_vulkan_net():
-    x = randn(rng("pixelshuffle-vk"), (18, 5, 6))
-    check_in_vulkan_net("PixelShuffle", {0: 3, 1: 1}, [], [x], tol=0.0)

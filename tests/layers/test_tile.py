@@ -1,7 +1,7 @@
 """Tile against the PyPI ncnn (exact): every case of ncnn's tests/test_tile.cpp (the axis +
 tiles form and the numpy-style repeats of 1-4 entries on blobs of every rank, including
-ncnn's channel-keeping form for a 3-D blob with 4 repeats), the layer and net paths, bad
-params and axes, and a Vulkan net (ours runs the layer on the CPU inside the Vulkan net)."""
+ncnn's channel-keeping form for a 3-D blob with 4 repeats), the layer and net paths, each case
+on every backend (oracle.backends: the CPU and the GPU option grid), and bad params and axes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
+from oracle import backends, check, make_bin, make_param, randn, rng, run_layer, run_net
 
 PATHS = ("layer", "net")
 
@@ -43,19 +42,22 @@ REPEAT_CASES = [
 
 
 @pytest.mark.parametrize("shape,axis,tiles", AXIS_CASES, ids=str)
-def test_tile_axis(shape, axis, tiles):
+@pytest.mark.parametrize("backend", backends("Tile"))
+def test_tile_axis(shape, axis, tiles, backend):
     x = randn(rng("tile", shape), shape)
-    check_layer("Tile", {0: axis, 1: tiles}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "Tile", {0: axis, 1: tiles}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 @pytest.mark.parametrize("shape,repeats", REPEAT_CASES, ids=str)
-def test_tile_repeats(shape, repeats):
+@pytest.mark.parametrize("backend", backends("Tile"))
+def test_tile_repeats(shape, repeats, backend):
     x = randn(rng("tile", shape), shape)
-    check_layer("Tile", {2: repeats}, [], [x], paths=PATHS, tol=0.0)
+    check(backend, "Tile", {2: repeats}, [], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
-def test_tile_defaults_pass_through():
-    check_layer("Tile", {}, [], [randn(rng("tile-default"), A3)], paths=PATHS, tol=0.0)
+@pytest.mark.parametrize("backend", backends("Tile"))
+def test_tile_defaults_pass_through(backend):
+    check(backend, "Tile", {}, [], [randn(rng("tile-default"), A3)], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def _errors(caplog):
@@ -85,9 +87,3 @@ def test_tile_axis_out_of_range(caplog, shape, axis):
     errors = _errors(caplog)
     assert ret != 0
     assert len(errors) == 1 and "Tile" in errors[0] and "axis" in errors[0], errors
-
-
-@pytest.mark.gpu
-def test_tile_in_vulkan_net():
-    x = randn(rng("tile-vk"), (3, 5, 6))
-    check_in_vulkan_net("Tile", {2: [2, 1, 3]}, [], [x], tol=0.0)
