@@ -1,5 +1,8 @@
-"""Deconvolution1D against the PyPI ncnn oracle: ncnn's test_deconvolution1d geometry (kernel, dilation, stride, pads, output_pad, output_w with SAME -233 / -234), every fused activation, bias on and off,
-bad params, and one run inside a Vulkan net."""
+"""Deconvolution1D against the PyPI ncnn oracle: ncnn's test_deconvolution1d geometry (kernel,
+dilation, stride, pads, output_pad, output_w with SAME -233 / -234), every fused activation,
+bias on and off, each on every backend (oracle.backends: the CPU and the GPU option grid); bad
+params. dynamic_weight (weights as input blobs) is not a GPU form: a Vulkan net runs that
+layer on the CPU, checked here inside one."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from _window_nd_cases import (
     conv_case,
     with_activation,
 )
-from oracle import check_layer
+from oracle import backends, check, randn, rng
 
 # (params, input shape); weights are num_output * num_input / group * maxk
 GEOMETRY = [
@@ -30,15 +33,17 @@ GEOMETRY = [
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
 @pytest.mark.parametrize("geom", GEOMETRY, ids=lambda g: str(g[0]))
-def test_deconvolution1d_geometry(geom, bias):
+@pytest.mark.parametrize("backend", backends("Deconvolution1D"))
+def test_deconvolution1d_geometry(geom, bias, backend):
     params, shape = geom
-    check_layer("Deconvolution1D", *conv_case("Deconvolution1D", params, shape, bias), tol=TOL)
+    check(backend, "Deconvolution1D", *conv_case("Deconvolution1D", params, shape, bias), tol=TOL)
 
 
 @pytest.mark.parametrize("act", sorted(ACTIVATIONS), ids=lambda a: f"act{a}")
-def test_deconvolution1d_activation(act):
+@pytest.mark.parametrize("backend", backends("Deconvolution1D"))
+def test_deconvolution1d_activation(act, backend):
     params = with_activation({0: 4, 1: 3, 3: 2, 4: 1}, act)
-    check_layer("Deconvolution1D", *conv_case("Deconvolution1D", params, (3, 15), scale=4.0), tol=TOL)
+    check(backend, "Deconvolution1D", *conv_case("Deconvolution1D", params, (3, 15), scale=4.0), tol=TOL)
 
 
 @pytest.mark.parametrize(
@@ -56,11 +61,6 @@ def test_deconvolution1d_rejects(params, shape, key, caplog):
     check_rejected("Deconvolution1D", params, [([0.0] * params[6], 0)], shape, key, caplog)
 
 
-@pytest.mark.gpu
-def test_deconvolution1d_in_vulkan_net():
-    check_in_vulkan_net("Deconvolution1D", *conv_case("Deconvolution1D", {0: 4, 1: 3, 3: 2, 4: 1}, (3, 15)))
-
-
 # (params with 28 = 1, weight blob (num_input, num_output / group, kernel_w), bias)
 DYNAMIC = [
     ({0: 6, 1: 3, 28: 1, 3: 2, 4: 1}, (4, 6, 3), True),
@@ -72,6 +72,14 @@ DYNAMIC = [
 def test_deconvolution1d_dynamic_weight(case):
     params, weight_shape, bias = case
     check_dynamic_weight("Deconvolution1D", params, weight_shape, bias, (4, 20))
+
+
+@pytest.mark.gpu
+def test_deconvolution1d_dynamic_weight_in_vulkan_net():
+    # not a GPU form (as in ncnn): the Vulkan net runs the layer on the CPU between GPU layers
+    g = rng("deconvolution1d-dynamic-vk")
+    inputs = [randn(g, (4, 20)), randn(g, (4, 6, 3)), randn(g, (6,))]
+    check_in_vulkan_net("Deconvolution1D", {0: 6, 1: 3, 28: 1, 3: 2, 4: 1, 5: 1, 6: 72}, [], inputs)
 
 
 @pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (4, 2, 3), (5,)], [(4, 8)]], ids=str)

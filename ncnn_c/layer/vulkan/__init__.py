@@ -388,3 +388,20 @@ def _repack(dst: np.ndarray, src: np.ndarray) -> None:
     for j in range(0, cols, _TILE_ROWS):
         for i in range(0, rows, _TILE_COLS):
             dst[i : i + _TILE_COLS, j : j + _TILE_ROWS] = st[j : j + _TILE_ROWS, i : i + _TILE_COLS].T
+
+
+def vec4_weights(weight2d: np.ndarray, bias: np.ndarray | None, group: int):
+    """A grouped layer's weights [group * outc_g][K] (K = inc_g * kernel taps) as the
+    [group][ceil(outc_g / 4)][K][4] vec4s the convolution family's elempack-1 shaders read
+    (4 output channels of one tap per vec4, zero past outc_g), and its bias as
+    [group][ceil(outc_g / 4) * 4] (None without one)."""
+    outc_g = weight2d.shape[0] // group
+    vec4s = -(-outc_g // 4)
+    padded = np.zeros((group, vec4s * 4, weight2d.shape[1]), np.float32)
+    padded[:, :outc_g] = weight2d.reshape(group, outc_g, -1)
+    weight = padded.reshape(group, vec4s, 4, -1).transpose(0, 1, 3, 2)
+    if bias is None:
+        return weight, None
+    padded_bias = np.zeros((group, vec4s * 4), np.float32)
+    padded_bias[:, :outc_g] = np.asarray(bias, np.float32).reshape(group, outc_g)
+    return weight, padded_bias

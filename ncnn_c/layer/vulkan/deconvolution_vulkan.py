@@ -15,18 +15,31 @@ pack1 forms are two shader files. A depthwise layer (group == channels == num_ou
 runs deconvolutiondepthwise(.comp|_pack4.comp): one channel (or packed channel) per
 invocation, its packing that of the blob. A bottom in the other packing (its producer
 could not pack) is converted first by the net's shared layout pipeline.
+
+The GPU half is the mixin ``DeconvolutionGpu`` (pipelines, weights, the dispatch), which
+Deconvolution1D_vulkan shares: a 2-D blob's rows are its channels, so it is the 3-D case
+with h = 1 and a channel step of w.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._fused_activation import activation_specs
 from ..deconvolution import Deconvolution, flat_weights
-from . import LOCAL_1D, LOCAL_2D, VulkanLayer, elemsize_for, is_fp16, upload_weights
+from . import (
+    LOCAL_1D,
+    LOCAL_2D,
+    VulkanLayer,
+    elemsize_for,
+    is_fp16,
+    outer_extent,
+    upload_weights,
+    vec4_weights,
+)
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -34,7 +47,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("ncnn_c")
 
 
-class Deconvolution_vulkan(VulkanLayer, Deconvolution):
+class DeconvolutionGpu(VulkanLayer):
+    """The GPU form of a transposed convolution, ahead of a CPU class with Deconvolution's
+    params (kernel_w/h, dilation_w/h, stride_w/h, group, num_output, weight_data_size,
+    bias_term, the fused activation) and its weight_data / bias_data Mats."""
+
+    if TYPE_CHECKING:
+        # the params and weights of the CPU class after this mixin in the MRO
+        def __getattr__(self, name: str) -> Any: ...
+
     def __init__(self) -> None:
         super().__init__()
         self.support_fp16_storage = True
@@ -108,21 +129,15 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
             if bias is not None:
                 self.bias_data_gpu = upload(bias)
             return 0
-        vec4s = -(-outc_g // 4)
         inc_g = self._inc_g()
-        # stored [group][outc_g][inc_g][maxk], zero-filled to [group][vec4s * 4][inc_g][maxk]
-        padded = np.zeros((g, vec4s * 4, inc_g, maxk), np.float32)
-        padded[:, :outc_g] = weight.reshape(g, outc_g, inc_g, maxk)
+        # stored [group][outc_g][inc_g][maxk] -> [group][vec4s][inc_g][maxk][4 out]
+        packed, padded_bias = vec4_weights(weight.reshape(g * outc_g, -1), bias, g)
         if self._in_pack4:
             # -> [group][vec4s][inc_g/4][maxk][4 in][4 out]
-            packed = padded.reshape(g, vec4s, 4, inc_g // 4, 4, maxk).transpose(0, 1, 3, 5, 4, 2)
-        else:
-            # -> [group][vec4s][inc_g][maxk][4 out]
-            packed = padded.reshape(g, vec4s, 4, inc_g, maxk).transpose(0, 1, 3, 4, 2)
+            vec4s = packed.shape[1]
+            packed = packed.reshape(g, vec4s, inc_g // 4, 4, maxk, 4).transpose(0, 1, 2, 4, 3, 5)
         self.weight_data_gpu = upload(packed)
-        if bias is not None:
-            padded_bias = np.zeros((g, vec4s * 4), np.float32)
-            padded_bias[:, :outc_g] = bias.reshape(g, outc_g)
+        if padded_bias is not None:
             self.bias_data_gpu = upload(padded_bias)
         return 0
 
@@ -130,32 +145,31 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         self.weight_data_gpu = None
         self.bias_data_gpu = None
 
-    def forward_vk(self, bottom, top, cmd, opt) -> int:
-        if bottom.dims != 3:
-            return int(self.accepts_3d(bottom)) - 1
-        in_pack = 4 if self._in_pack4 else 1
-        bottom = self.in_elempack(cmd, bottom, in_pack, opt)
+    def gpu_bottom(self, cmd, bottom, opt):
+        """``bottom`` in the elempack the pipelines read, its channels (c of a 3-D blob, h of
+        a 2-D one) checked against the weights; an int error code (logged) otherwise."""
+        bottom = self.in_elempack(cmd, bottom, 4 if self._in_pack4 else 1, opt)
         if isinstance(bottom, int):
             return bottom
         inc = self._inc_g() * self.group
-        if bottom.c * in_pack != inc:
+        if outer_extent(bottom) != inc:
             log.error(
                 "%s %r: %d input channels, weights expect %d",
                 self.type,
                 self.name,
-                bottom.c * in_pack,
+                outer_extent(bottom),
                 inc,
             )
             return -1
-        geom = self.deconv_geometry(bottom.w, bottom.h, self.kernel_w, self.kernel_h)
-        if geom is None:
-            return -1
-        full_w, full_h, (t, b, l, r) = geom
-        outw, outh = full_w - l - r, full_h - t - b
+        return bottom
+
+    def record_deconvolution(self, cmd, bottom, top, opt, size, out, crop) -> int:
+        """Create ``top`` (``out`` = (outw,) or (outw, outh) spatial, the channels after) and
+        record the dispatch. ``size`` = (w, h, cstep) of the bottom's channels, ``crop`` =
+        (left, top) cut off the full output."""
         out_pack = 4 if self._out_pack4 else 1
         top.create(
-            outw,
-            outh,
+            *out,
             self.num_output // out_pack,
             elemsize=elemsize_for(out_pack, is_fp16(bottom)),
             elempack=out_pack,
@@ -163,13 +177,18 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
         )
         if top.empty():
             return -100
+        w, h, cstep = size
+        outw, outh = out[0], out[1] if len(out) > 1 else 1
+        outcstep = top.cstep if top.dims >= 3 else outw * outh
+        l, t = crop
         # the shaders' push constant blocks, in order (c counts packed channels, outc channels)
-        constants = [bottom.w, bottom.h, bottom.c, bottom.cstep, outw, outh, self.num_output, top.cstep, l, t]
+        constants = [w, h, outer_extent(bottom) // bottom.elempack, cstep, outw, outh, self.num_output]
+        constants += [outcstep, l, t]
         if self._depthwise():
-            grid: tuple[int, int, int] = (outw, outh, top.c)
+            grid: tuple[int, int, int] = (outw, outh, self.num_output // out_pack)
         else:
             outc_g = self.num_output // self.group
-            constants += [inc // self.group, outc_g]
+            constants += [self._inc_g(), outc_g]
             # (row, phase, tile): tile_w outputs stride_w apart per invocation
             per_phase = -(-outw // self.stride_w)
             tiles = -(-per_phase // self._tile_w)
@@ -179,3 +198,20 @@ class Deconvolution_vulkan(VulkanLayer, Deconvolution):
             self.pipeline_deconvolution, [bottom, top, self.weight_data_gpu, bias], constants, grid
         )
         return 0
+
+
+class Deconvolution_vulkan(DeconvolutionGpu, Deconvolution):
+    def forward_vk(self, bottom, top, cmd, opt) -> int:
+        if bottom.dims != 3:
+            return int(self.accepts_3d(bottom)) - 1
+        bottom = self.gpu_bottom(cmd, bottom, opt)
+        if isinstance(bottom, int):
+            return bottom
+        geom = self.deconv_geometry(bottom.w, bottom.h, self.kernel_w, self.kernel_h)
+        if geom is None:
+            return -1
+        full_w, full_h, (t, b, l, r) = geom
+        size = (bottom.w, bottom.h, bottom.cstep)
+        return self.record_deconvolution(
+            cmd, bottom, top, opt, size, (full_w - l - r, full_h - t - b), (l, t)
+        )
