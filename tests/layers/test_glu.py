@@ -1,6 +1,6 @@
 """GLU against the PyPI ncnn: the shapes and axes of ncnn's tests/test_glu.cpp (every rank,
-negative axes, odd sizes), the layer and net paths, bad axes, and a Vulkan net (ncnn has no
-GPU form: the Vulkan net runs it on the CPU)."""
+negative axes, odd sizes), the layer and net paths, each case on every backend
+(oracle.backends: the CPU and the GPU option grid), and bad axes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, randn, rng, run_layer
+from oracle import backends, check, randn, rng, run_layer
 
 PATHS = ("layer", "net")
 
@@ -26,14 +25,16 @@ CASES = [
 
 
 @pytest.mark.parametrize("shape,axis", CASES, ids=str)
-def test_glu(shape, axis):
+@pytest.mark.parametrize("backend", backends("GLU"))
+def test_glu(shape, axis, backend):
     x = randn(rng("glu", shape, axis), shape, 3.0)
-    check_layer("GLU", {0: axis}, [], [x], paths=PATHS)
+    check(backend, "GLU", {0: axis}, [], [x], paths=PATHS)
 
 
-def test_glu_default_axis():
+@pytest.mark.parametrize("backend", backends("GLU"))
+def test_glu_default_axis(backend):
     x = randn(rng("glu-default"), (6, 5, 4), 3.0)
-    check_layer("GLU", {}, [], [x], paths=PATHS)
+    check(backend, "GLU", {}, [], [x], paths=PATHS)
 
 
 def _refused(caplog, params, x, *words):
@@ -52,9 +53,3 @@ def test_glu_axis_out_of_range(caplog, axis):
 def test_glu_axis_of_size_one(caplog):
     # ncnn makes an empty blob here; we say why instead
     _refused(caplog, {0: 1}, np.ones((4, 1, 8), np.float32), "axis")
-
-
-@pytest.mark.gpu
-def test_glu_in_vulkan_net():
-    x = randn(rng("glu-vk"), (6, 9, 12), 3.0)
-    check_in_vulkan_net("GLU", {0: -1}, [], [x])
