@@ -1,5 +1,6 @@
 """MatMul against the PyPI ncnn oracle over the cases of ncnn's tests/test_matmul.cpp, plus batch
-broadcasts that file does not try, a Vulkan net, and inputs that cannot multiply."""
+broadcasts that file does not try, each case on every backend (the CPU and the GPU option grid:
+every rank pair and transB runs on the GPU), and inputs that cannot multiply on both."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, rng, run_layer
+from oracle import GPU_GRID, backends, check, make_bin, make_param, rng, run_layer, run_net_gpu
 
 # ncnn's RandomMat sizes (w[, h[, d], c]) of A and B, and transB; numpy shapes are these reversed
 NCNN_CASES = [
@@ -57,19 +57,25 @@ def _inputs(a_wh, b_wh, key):
 
 
 @pytest.mark.parametrize("a,b,transb", NCNN_CASES + BROADCAST_CASES, ids=str)
-def test_matmul(a, b, transb):
+@pytest.mark.parametrize("backend", backends("MatMul"))
+def test_matmul(a, b, transb, backend):
     inputs = _inputs(a, b, transb)
-    check_layer("MatMul", {0: transb}, [], inputs)
-    # numpy's definition, as the layer doc says
-    want = np.matmul(inputs[0], np.swapaxes(inputs[1], -1, -2) if transb and len(b) > 1 else inputs[1])
-    ret, got = run_layer("MatMul", {0: transb}, [], inputs)
-    assert ret == 0
-    np.testing.assert_allclose(got[0], want.reshape(want.shape or (1,)), rtol=1e-5, atol=1e-5)
+    check(backend, "MatMul", {0: transb}, [], inputs)
+    if backend == "cpu":
+        # numpy's definition, as the layer doc says
+        want = np.matmul(inputs[0], np.swapaxes(inputs[1], -1, -2) if transb and len(b) > 1 else inputs[1])
+        ret, got = run_layer("MatMul", {0: transb}, [], inputs)
+        assert ret == 0
+        np.testing.assert_allclose(got[0], want.reshape(want.shape or (1,)), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.gpu
-def test_in_vulkan_net():
-    check_in_vulkan_net("MatMul", {0: 1}, [], _inputs((14, 23, 10), (14, 5, 1, 16), "vk"))
+def _bad_cases():
+    a, b = _inputs((14, 10), (5, 14), "bad")
+    return [
+        ([a, b[:13]], "does not multiply", 0),
+        ([a, b], "does not multiply", 1),
+        ([a[None].repeat(3, 0), b[None].repeat(2, 0)], "does not multiply", 0),
+    ]
 
 
 def test_bad_inputs(caplog):
@@ -82,9 +88,18 @@ def test_bad_inputs(caplog):
             caplog.text
         )
 
-    a, b = _inputs((14, 10), (5, 14), "bad")
-    rejects([a, b[:13]], "does not multiply")
-    rejects([a, b], "does not multiply", transb=1)
-    rejects([a[None].repeat(3, 0), b[None].repeat(2, 0)], "does not multiply")
+    for inputs, words, transb in _bad_cases():
+        rejects(inputs, words, transb)
+    a, b = _bad_cases()[0][0]
     rejects([a], "inputs")
     rejects([a, b, b], "inputs")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("inputs,words,transb", _bad_cases(), ids=["k", "transB", "batch"])
+def test_bad_inputs_on_the_gpu(caplog, inputs, words, transb):
+    text = make_param("MatMul", {0: transb}, [x.shape for x in inputs])
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, make_bin([]), inputs, **GPU_GRID["fp16s-pack"])
+    assert ret != 0
+    assert any("MatMul" in r.getMessage() and words in r.getMessage() for r in caplog.records), caplog.text

@@ -1,7 +1,8 @@
 """RMSNorm against the PyPI ncnn: every case of ncnn's tests/test_rmsnorm.cpp (each rank,
-row / plane / channel slices, affine on and off, several eps), the layer / in-place / net
-paths, bad params and mismatched blobs, and a Vulkan net (ncnn has a GPU form; ours runs the
-layer on the CPU inside the Vulkan net). The oracle's x86 code sums squares in SIMD order."""
+row / plane / channel slices, affine on and off, several eps), each on every backend (the CPU's
+layer / in-place / net paths and the GPU option grid, packed blobs included), slices long
+enough to take the GPU's chunked reduction, bad params and mismatched blobs. The oracle's x86
+code sums squares in SIMD order."""
 
 from __future__ import annotations
 
@@ -9,8 +10,18 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
+from oracle import (
+    GPU_GRID,
+    backends,
+    check,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net,
+    run_net_gpu,
+)
 
 PATHS = ("layer", "inplace", "net")
 
@@ -38,16 +49,25 @@ def _case(shape, affine_size, eps, affine):
 
 @pytest.mark.parametrize("affine", [0, 1])
 @pytest.mark.parametrize("shape,affine_size,eps", CASES, ids=str)
-def test_rmsnorm(shape, affine_size, eps, affine):
+@pytest.mark.parametrize("backend", backends("RMSNorm"))
+def test_rmsnorm(shape, affine_size, eps, affine, backend):
     params, weights, inputs = _case(shape, affine_size, eps, affine)
-    check_layer("RMSNorm", params, weights, inputs, paths=PATHS)
+    check(backend, "RMSNorm", params, weights, inputs, paths=PATHS)
 
 
-def test_rmsnorm_defaults_and_large_rows():
-    g = rng("rmsnorm-big")
-    x = randn(g, (4, 3, 227), 3.0)
-    check_layer("RMSNorm", {0: 227}, [(randn(g, (227,)), 1)], [x], paths=PATHS)
-    check_layer("RMSNorm", {0: 681, 1: 1e-6, 2: 0}, [], [x], paths=PATHS)
+# the default eps and rows of 227; whole channels of 681 values; and slices longer than the GPU
+# reduction's chunk of 1024 values (its combine pass): 4-D depth planes, 3-D channels
+LARGE = [((4, 3, 227), 227, None, 1), ((4, 3, 227), 681, 1e-6, 0), ((3, 5, 24, 60), 1440, 1e-5, 1),
+         ((5, 48, 48), 2304, 1e-5, 0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape,affine_size,eps,affine", LARGE, ids=str)
+@pytest.mark.parametrize("backend", backends("RMSNorm"))
+def test_rmsnorm_defaults_and_large_slices(shape, affine_size, eps, affine, backend):
+    g = rng("rmsnorm-big", shape, affine_size)
+    params = {0: affine_size, 2: affine} | ({} if eps is None else {1: eps})
+    weights = [(randn(g, (affine_size,)), 1)] if affine else []
+    check(backend, "RMSNorm", params, weights, [randn(g, shape, 3.0)], paths=PATHS)
 
 
 def _errors(caplog):
@@ -82,6 +102,10 @@ def test_rmsnorm_gamma_does_not_fit_the_blob(caplog, shape):
 
 
 @pytest.mark.gpu
-def test_rmsnorm_in_vulkan_net():
-    params, weights, inputs = _case((8, 2, 3, 5), 15, 0.002, 1)
-    check_in_vulkan_net("RMSNorm", params, weights, inputs)
+def test_rmsnorm_gamma_does_not_fit_the_blob_on_the_gpu(caplog):
+    x = np.ones((2, 3, 5), np.float32)
+    text = make_param("RMSNorm", {0: 4}, [x.shape])
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, make_bin([(np.ones(4, np.float32), 1)]), [x], **GPU_GRID["fp16s-pack"])
+    assert ret != 0
+    assert any("RMSNorm" in e and "affine_size" in e for e in _errors(caplog)), _errors(caplog)

@@ -1,5 +1,6 @@
 """RotaryEmbed against the PyPI ncnn oracle over the cases of ncnn's tests/test_rotaryembed.cpp,
-plus a 2-D input and caches longer than the sequence, a Vulkan net, and bad inputs."""
+plus a 2-D input and caches longer than the sequence, each case on every backend (the CPU and
+the GPU option grid, both pair forms), and bad inputs."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, rng, run_layer
+from oracle import GPU_GRID, backends, check, make_bin, make_param, rng, run_layer, run_net_gpu
 
 # ncnn's RandomMat(embed_dim, seqlen, num_heads) and interleaved
 NCNN_CASES = [
@@ -38,23 +38,25 @@ def _numpy(x, cos, sin, interleaved):
 
 
 @pytest.mark.parametrize("shape,interleaved", NCNN_CASES, ids=str)
-def test_rotaryembed(shape, interleaved):
+@pytest.mark.parametrize("backend", backends("RotaryEmbed"))
+def test_rotaryembed(shape, interleaved, backend):
     inputs = _inputs(*shape, interleaved)
-    check_layer("RotaryEmbed", {0: interleaved}, [], inputs)
-    ret, got = run_layer("RotaryEmbed", {0: interleaved}, [], inputs)
-    assert ret == 0
-    np.testing.assert_allclose(got[0], _numpy(*inputs, interleaved), rtol=1e-6, atol=1e-6)
+    check(backend, "RotaryEmbed", {0: interleaved}, [], inputs)
+    if backend == "cpu":
+        ret, got = run_layer("RotaryEmbed", {0: interleaved}, [], inputs)
+        assert ret == 0
+        np.testing.assert_allclose(got[0], _numpy(*inputs, interleaved), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("interleaved", [0, 1])
-def test_two_d_input_and_long_caches(interleaved):
-    check_layer("RotaryEmbed", {0: interleaved}, [], _inputs(20, 9, 1, "2d", two_d=True))
-    check_layer("RotaryEmbed", {0: interleaved}, [], _inputs(20, 9, 3, "long", cache_rows=16, cache_cols=12))
-
-
-@pytest.mark.gpu
-def test_in_vulkan_net():
-    check_in_vulkan_net("RotaryEmbed", {0: 1}, [], _inputs(28, 17, 15, "vk"))
+@pytest.mark.parametrize("form", ["2d", "long"])
+@pytest.mark.parametrize("backend", backends("RotaryEmbed"))
+def test_two_d_input_and_long_caches(interleaved, form, backend):
+    if form == "2d":
+        inputs = _inputs(20, 9, 1, "2d", two_d=True)
+    else:
+        inputs = _inputs(20, 9, 3, "long", cache_rows=16, cache_cols=12)
+    check(backend, "RotaryEmbed", {0: interleaved}, [], inputs)
 
 
 def test_bad_inputs(caplog):
@@ -74,3 +76,20 @@ def test_bad_inputs(caplog):
     rejects([x, cos[:16], sin], "cos cache")
     rejects([x, cos, sin[:, :13]], "sin cache")
     rejects([x, cos, sin[None]], "sin cache")
+
+
+@pytest.mark.gpu
+def test_bad_inputs_on_the_gpu(caplog):
+    x, cos, sin = _inputs(28, 17, 15, "bad")
+    inputs = [x, cos[:16], sin]
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(
+            make_param("RotaryEmbed", {}, [a.shape for a in inputs]),
+            make_bin([]),
+            inputs,
+            **GPU_GRID["fp16s"],
+        )
+    assert ret != 0
+    assert any("RotaryEmbed" in r.getMessage() and "cos cache" in r.getMessage() for r in caplog.records), (
+        caplog.text
+    )

@@ -1,5 +1,6 @@
 """SDPA against the PyPI ncnn oracle over the cases of ncnn's tests/test_sdpa.cpp and
-test_sdpa_kvcache.cpp, a numpy reference, a Vulkan net, and bad inputs.
+test_sdpa_kvcache.cpp, each case on every backend (the CPU and the GPU option grid: the mask,
+the scale, grouped heads and the kv cache all run on the GPU), a numpy reference, and bad inputs.
 
 The oracle keeps its kv cache in a backend-specific layout (its x86 build stores the key cache
 transposed, in a capacity-padded buffer), so caches are never compared with it, nor fed to it
@@ -13,8 +14,23 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import _input_params, assert_close, check_layer, make_bin, rng, run_layer, run_ncnn, run_net
+from oracle import (
+    GPU_GRID,
+    GPU_TOL_FP16,
+    GPU_TOL_FP32,
+    _input_params,
+    assert_close,
+    backends,
+    check,
+    check_layer,
+    make_bin,
+    make_param,
+    oracle_outputs,
+    rng,
+    run_layer,
+    run_net,
+    run_net_gpu,
+)
 
 # ncnn's RandomMat sizes (w, h, c) of q, k, v; attn_mask; scale (test_sdpa.cpp); past_seqlen
 # (test_sdpa_kvcache.cpp, which runs the same shapes with the default scale)
@@ -62,13 +78,16 @@ def reference(q, k, v, mask=None, scale=0.0):
 
 
 @pytest.mark.parametrize("case", NCNN_CASES, ids=IDS)
-def test_sdpa(case):
+@pytest.mark.parametrize("backend", backends("SDPA"))
+def test_sdpa(case, backend):
     inputs, _ = case_inputs(case)
     params = {5: case[3], 6: case[4]}
-    check_layer("SDPA", params, [], inputs)
-    ret, got = run_layer("SDPA", params, [], inputs)
-    assert ret == 0
-    assert_close(got[0], reference(*inputs[:3], inputs[3] if case[3] else None, case[4]), 1e-5, "vs float64")
+    check(backend, "SDPA", params, [], inputs)
+    if backend == "cpu":
+        ret, got = run_layer("SDPA", params, [], inputs)
+        assert ret == 0
+        want = reference(*inputs[:3], inputs[3] if case[3] else None, case[4])
+        assert_close(got[0], want, 1e-5, "vs float64")
 
 
 def kvcache_net(shapes, mask: int) -> str:
@@ -85,30 +104,47 @@ def kvcache_net(shapes, mask: int) -> str:
 
 
 @pytest.mark.parametrize("case", NCNN_CASES, ids=IDS)
-def test_kv_cache(case):
+@pytest.mark.parametrize("backend", backends("SDPA"))
+def test_kv_cache(case, backend):
     past_len = case[5]
     inputs, (past_k, past_v) = case_inputs(case, past_len)
     q, k, v = inputs[:3]
     params = {5: case[3], 7: 1}
     if past_len == 0:
         # empty caches go straight in; the oracle's output is compared, not its caches
-        full = [*inputs, past_k, past_v]
-        check_layer("SDPA", params, [], full, n_outputs=3, compare=_first_output_only)
-        ret, got = run_layer("SDPA", params, [], full, n_outputs=3)
+        net_inputs = [*inputs, past_k, past_v]
+        text = make_param("SDPA", params, [x.shape for x in net_inputs], 3)
     else:
+        # the past caches come from a first SDPA of the same net (see the module docstring)
         first = [q[:, :1], past_k, past_v, past_k[:, :0], past_v[:, :0]]
         net_inputs = first + inputs
         text = kvcache_net([x.shape for x in net_inputs], case[3])
-        ret, ref = run_ncnn(text, make_bin([]), net_inputs, 1)
-        assert ret == 0
-        ret, got = run_net(text, make_bin([]), net_inputs, 3)
-        assert ret == 0
-        assert_close(got[0], ref[0], 1e-5, "SDPA after a cached step vs the oracle")
+    ret, ref = oracle_outputs(text, make_bin([]), net_inputs, 1)
     assert ret == 0
+    if backend == "cpu":
+        tol, cache_tol = 1e-5, 0.0
+        if past_len == 0:
+            check_layer("SDPA", params, [], net_inputs, n_outputs=3, compare=_first_output_only)
+            ret, got = run_layer("SDPA", params, [], net_inputs, n_outputs=3)
+        else:
+            ret, got = run_net(text, make_bin([]), net_inputs, 3)
+    else:
+        flags = GPU_GRID[backend[3:]]
+        fp16 = flags["use_fp16_storage"] or flags["use_fp16_arithmetic"]
+        # the caches are copies: exact in fp32, rounded to fp16 with fp16 storage
+        tol, cache_tol = (GPU_TOL_FP16, GPU_TOL_FP16) if fp16 else (GPU_TOL_FP32, 0.0)
+        ret, got = run_net_gpu(text, make_bin([]), net_inputs, 3, **flags)
+    assert ret == 0
+    assert_close(got[0], ref[0], tol, f"SDPA {backend} after a cached step vs the oracle")
     keys, values = np.concatenate([past_k, k], axis=1), np.concatenate([past_v, v], axis=1)
-    np.testing.assert_array_equal(got[1], keys)
-    np.testing.assert_array_equal(got[2], values)
-    assert_close(got[0], reference(q, keys, values, inputs[3] if case[3] else None), 1e-5, "vs float64")
+    for what, cache, want in (("keys", got[1], keys), ("values", got[2], values)):
+        if cache_tol:
+            assert_close(cache, want, cache_tol, f"SDPA {backend} cached {what}")
+        else:
+            np.testing.assert_array_equal(cache, want)
+    if backend == "cpu":
+        want = reference(q, keys, values, inputs[3] if case[3] else None)
+        assert_close(got[0], want, 1e-5, "vs float64")
 
 
 def _first_output_only(got, ref, what):
@@ -144,17 +180,12 @@ def test_decode_steps_match_one_prefill():
 
 
 @pytest.mark.parametrize("per_head", [1, 8])
-def test_mask_per_head(per_head):
+@pytest.mark.parametrize("backend", backends("SDPA"))
+def test_mask_per_head(per_head, backend):
     g = rng("sdpa mask", per_head)
     q, k, v = _u(g, (16, 5, 8)), _u(g, (16, 7, 4)), _u(g, (12, 7, 4))
     mask = g.uniform(-2, 2, (per_head, 5, 7)).astype(np.float32)
-    check_layer("SDPA", {5: 1}, [], [q, k, v, mask])
-
-
-@pytest.mark.gpu
-def test_in_vulkan_net():
-    inputs, _ = case_inputs(NCNN_CASES[9])
-    check_in_vulkan_net("SDPA", {5: 1, 6: -0.4}, [], inputs)
+    check(backend, "SDPA", {5: 1}, [], [q, k, v, mask])
 
 
 def test_bad_inputs(caplog):
@@ -178,3 +209,20 @@ def test_bad_inputs(caplog):
     rejects({5: 1}, [q, k, v, np.repeat(m[None], 2, axis=0)], "attn_mask")
     rejects({7: 1}, [q, k, v, pk[..., :27], pv], "kv caches", 3)
     rejects({7: 1}, [q, k, v, pk, pv[:, :3]], "kv caches", 3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("what", ["attn_mask", "kv caches", "do not fit"])
+def test_bad_inputs_on_the_gpu(caplog, what):
+    inputs, (pk, pv) = case_inputs(NCNN_CASES[9], 4)
+    q, k, v, m = inputs
+    params, bad = {
+        "attn_mask": ({5: 1}, [q, k, v, m[:, :30]]),
+        "kv caches": ({7: 1}, [q, k, v, pk[..., :27], pv]),
+        "do not fit": ({}, [q, k[..., :27], v]),
+    }[what]
+    text = make_param("SDPA", params, [x.shape for x in bad], 3 if 7 in params else 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, make_bin([]), bad, 3 if 7 in params else 1, **GPU_GRID["fp16s"])
+    assert ret != 0
+    assert any("SDPA" in r.getMessage() and what in r.getMessage() for r in caplog.records), caplog.text

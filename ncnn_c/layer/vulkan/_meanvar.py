@@ -79,7 +79,8 @@ def line_view(m) -> tuple[int, int, int, int]:
 class MeanVarNormVulkan(VulkanLayer):
     """Mixin for the normalisations; ``norm_layout`` describes the segments of a blob."""
 
-    # statistics: 0 mean/variance, 1..3 Normalize's sum of squares with eps_mode 0..2
+    # statistics: 0 mean/variance, 1..3 Normalize's sum of squares with eps_mode 0..2, 4 the
+    # mean of squares (RMSNorm)
     stats_mode = 0
     gamma_mode = GAMMA_CHANNEL
     # 1: a value's segment also counts its position (Normalize across channels only)

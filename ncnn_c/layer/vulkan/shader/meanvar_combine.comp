@@ -3,7 +3,8 @@
 // Segment statistics, second pass: one invocation per segment merges its chunks. mode 0:
 // the chunks' (mean, M2) by Chan et al.'s pairwise update (stable for any chunk count) into
 // (mean, 1/sqrt(var + eps)); mode 1..3 (Normalize, eps_mode 0..2): the chunks' sums of
-// squares into (0, 1/norm). Reads and writes only fp32 scratch buffers.
+// squares into (0, 1/norm); mode 4 (RMSNorm): into (0, 1/sqrt(mean(x^2) + eps)). Reads and
+// writes only fp32 scratch buffers.
 
 layout (constant_id = 0) const int mode = 0;
 
@@ -32,7 +33,8 @@ void main()
         float sum = 0.f;
         for (int i = 0; i < p.nchunks; i++)
             sum += partial_data[s * p.nchunks + i].y;
-        const float d = mode == 1 ? sqrt(sum + p.eps) : mode == 2 ? max(sqrt(sum), p.eps) : sqrt(max(sum, p.eps));
+        const float d = mode == 1 ? sqrt(sum + p.eps) : mode == 2 ? max(sqrt(sum), p.eps)
+                      : mode == 3 ? sqrt(max(sum, p.eps)) : sqrt(sum / float(p.count) + p.eps);
         stats_data[s] = vec2(0.f, 1.f / d);
         return;
     }

@@ -3,9 +3,10 @@
 // Statistics of normalisation segments, first pass: invocation (segment s, chunk) reduces up
 // to `chunk` values of its segment. mode 0 (GroupNorm, InstanceNorm, LayerNorm): their mean
 // and M2 (sum of squared deviations), reading them twice (two-pass: exact for large means,
-// unlike sum-of-squares). mode 1..3 (Normalize, eps_mode 0..2): their sum of squares. With
-// one chunk per segment (`finish`), it writes the segment's final (shift, factor) directly:
-// (mean, 1/sqrt(var + eps)) or (0, 1/norm), and no combine pass runs.
+// unlike sum-of-squares). mode 1..3 (Normalize, eps_mode 0..2) and 4 (RMSNorm): their sum of
+// squares. With one chunk per segment (`finish`), it writes the segment's final (shift,
+// factor) directly: (mean, 1/sqrt(var + eps)), (0, 1/norm) or (0, 1/sqrt(mean(x^2) + eps)),
+// and no combine pass runs.
 //
 // A segment is `nch` consecutive channels of ncnn's channel axis, taking `n` values of
 // each, starting at value r * n where r = s % spc (LayerNorm's slices) and channel
@@ -74,7 +75,8 @@ void main()
     {
         if (p.finish == 1)
         {
-            const float d = mode == 1 ? sqrt(sum + p.eps) : mode == 2 ? max(sqrt(sum), p.eps) : sqrt(max(sum, p.eps));
+            const float d = mode == 1 ? sqrt(sum + p.eps) : mode == 2 ? max(sqrt(sum), p.eps)
+                          : mode == 3 ? sqrt(max(sum, p.eps)) : sqrt(sum / float(t1 - t0) + p.eps);
             partial_data[gid] = vec2(0.f, 1.f / d);
         }
         else
