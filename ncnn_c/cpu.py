@@ -1,8 +1,9 @@
 """CPU queries and threading switches of ncnn's cpu.h, under the PyPI ``ncnn`` names.
 
-The counts and ``cpu_support_*`` answers describe the machine we run on, read from Linux's
-``/proc/cpuinfo`` and ``/sys/devices/system/cpu`` (with ``os.cpu_count()`` where those are
-missing). As in ncnn, every core counts as "big" unless the cores' maximum frequencies differ
+The counts and ``cpu_support_*`` answers describe the machine we run on. The x86 features come
+from the CPU itself (CPUID and XGETBV, through the ``_cpu`` extension), as ncnn's own dispatch
+reads them; without the extension, and for Arm, from Linux's ``/proc/cpuinfo``. Counts come from
+``/sys/devices/system/cpu`` (with ``os.cpu_count()`` where it is missing). As in ncnn, every core counts as "big" unless the cores' maximum frequencies differ
 (then the slower ones are "little"), and the ``cpu_support_*`` functions return 1 or 0.
 
 ncnn_c computes with numpy, not OpenMP, so the OpenMP/KMP switches only remember the value
@@ -35,6 +36,25 @@ def _cpu_flags() -> frozenset[str]:
         if key.strip().lower() in ("flags", "features"):
             return frozenset(value.split())
     return frozenset()
+
+
+# bit i of the _cpu extension's ncnnc_x86_features(), named as /proc/cpuinfo names them
+_X86_FEATURE_BITS = ("avx", "fma", "f16c", "avx2", "avx512", "avx512_vnni", "avx512_bf16", "avx512_fp16")
+_AVX512_SET = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+
+
+@functools.lru_cache(maxsize=1)
+def _x86_features() -> frozenset[str]:
+    """The x86 features the process may use: CPUID's answer where the extension is built
+    (an emulator or a VM can list other flags in /proc/cpuinfo), else /proc/cpuinfo's."""
+    from ._native.cpu import cpu_kernels
+
+    kernels = cpu_kernels()
+    bits = kernels.x86_features() if kernels is not None else -1
+    if bits < 0:
+        flags = _cpu_flags()
+        return flags | ({"avx512"} if set(_AVX512_SET) <= flags else set())
+    return frozenset(name for i, name in enumerate(_X86_FEATURE_BITS) if bits >> i & 1)
 
 
 def _cpu_dirs() -> list[Path]:
@@ -113,23 +133,23 @@ def _is_arm() -> bool:
 
 
 def cpu_support_x86_avx() -> int:
-    return int("avx" in _cpu_flags())
+    return int("avx" in _x86_features())
 
 
 def cpu_support_x86_avx2() -> int:
-    return int("avx2" in _cpu_flags())
+    return int("avx2" in _x86_features())
 
 
 def cpu_support_x86_fma() -> int:
-    return int("fma" in _cpu_flags())
+    return int("fma" in _x86_features())
 
 
 def cpu_support_x86_f16c() -> int:
-    return int("f16c" in _cpu_flags())
+    return int("f16c" in _x86_features())
 
 
 def cpu_support_x86_avx512() -> int:
-    return int({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= _cpu_flags())
+    return int("avx512" in _x86_features())
 
 
 def cpu_support_arm_neon() -> int:

@@ -113,6 +113,45 @@ def assert_bf16_bits(got_bits, ref_bits, x, what: str = "") -> None:
     )
 
 
+# fp32 -> fp16 has two results in ncnn too: CPUs with F16C (and ncnn_c, through numpy) round to
+# nearest even with fp16 subnormals kept; ncnn's software conversion, used where the CPU lacks
+# F16C (e.g. Sandy Bridge), rounds ties away from zero and flushes what would be an fp16
+# subnormal to a signed zero. Seen under `qemu-x86_64 -cpu SandyBridge`: 1.3779296875 for a tie
+# that IEEE rounds to 1.376953125, 0 for 6.1e-5.
+def fp16_ieee(x) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(x, dtype=np.float32).astype(np.float16).view(np.uint16)
+
+
+def fp16_ties_away_ftz(x) -> np.ndarray:
+    """ncnn's software fp32 -> fp16 bits: ties away from zero, fp16 subnormals flushed to zero."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+    sign = (u >> 16) & 0x8000
+    exp = ((u >> 23) & 0xFF) - 127 + 15
+    mant = u & 0x7FFFFF
+    normal = np.minimum((exp << 10) + ((mant + 0x1000) >> 13), 0x7C00)
+    bits = np.where(exp <= 0, 0, np.where(exp >= 31, 0x7C00, normal))
+    special = ((u >> 23) & 0xFF) == 0xFF
+    bits = np.where(special, np.where(mant != 0, 0x7E00, 0x7C00), bits)
+    return (sign | bits).astype(np.uint16)
+
+
+def assert_fp16_bits(got_bits, ref_bits, x, what: str = "") -> None:
+    """ncnn_c gives IEEE fp16 everywhere; the oracle gives, per element, IEEE or ncnn's software
+    form (fp16_ties_away_ftz). Anything else fails. NaNs compare as NaNs."""
+    got_bits = np.asarray(got_bits, dtype=np.uint16).ravel()
+    ref_bits = np.asarray(ref_bits, dtype=np.uint16).ravel()
+    ieee, soft = fp16_ieee(x).ravel(), fp16_ties_away_ftz(x).ravel()
+    nan = lambda b: ((b & 0x7C00) == 0x7C00) & ((b & 0x3FF) != 0)  # noqa: E731
+    bad = np.flatnonzero((got_bits != ieee) & ~(nan(got_bits) & nan(ieee)))
+    assert bad.size == 0, f"{what}: ncnn_c fp16 {got_bits[bad[:4]]} != IEEE {ieee[bad[:4]]} at {bad[:4]}"
+    odd = np.flatnonzero((ref_bits != ieee) & (ref_bits != soft) & ~(nan(ref_bits) & nan(ieee)))
+    assert odd.size == 0, (
+        f"{what}: oracle fp16 {ref_bits[odd[:4]]} at {odd[:4]} is neither IEEE {ieee[odd[:4]]} "
+        f"nor ncnn's software form {soft[odd[:4]]}"
+    )
+
+
 def fp16_view_bits(a) -> np.ndarray:
     """The 16 bits of a 2-byte blob that an extract widened to fp32 as if it were fp16."""
     return np.asarray(a, dtype=np.float32).astype(np.float16).view(np.uint16)
@@ -493,6 +532,10 @@ GPU_GRID = {
     # fp32, shaders compile with the packed-half macros and fp16 arithmetic
     "fp16pa-pack": dict(_FP16SA_GPU, use_fp16_storage=False, use_packing_layout=True),
 }
+# Two sets at the two ends of the grid (exact fp32 unpacked; packed fp16 storage and arithmetic):
+# what a module's long sweeps (every axis of every rank ...) run on the GPU, where the whole grid
+# over every case would cost minutes on lavapipe; the full grid runs on the module's main cases.
+SPOT_GRID = ("fp32", "fp16sa-pack")
 # the issue's per-layer bars against the CPU fp32 oracle
 GPU_TOL_FP32 = 1e-4
 GPU_TOL_FP16 = 1e-2

@@ -23,6 +23,29 @@ static int have_avx2(void)
 #define BODY static inline
 #endif
 
+/* The x86 features ncnn's cpu.h reports, as the CPU and the OS answer them (CPUID, and XGETBV
+   for the AVX register state, through GCC's checks): bit 0 avx, 1 fma, 2 f16c, 3 avx2, 4 the
+   avx512 f+bw+cd+dq+vl set, 5 avx512_vnni, 6 avx512_bf16, 7 avx512_fp16. -1 off x86. What
+   /proc/cpuinfo lists can differ from what the process may execute (an emulator, a masked VM). */
+#ifdef NCNNC_X86
+#include <cpuid.h>
+int ncnnc_x86_features(void)
+{
+    __builtin_cpu_init();
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && __builtin_cpu_supports("avx");
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                 && __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq")
+                 && __builtin_cpu_supports("avx512vl");
+    return (__builtin_cpu_supports("avx") ? 1 : 0) | (__builtin_cpu_supports("fma") ? 2 : 0) | (f16c ? 4 : 0)
+           | (__builtin_cpu_supports("avx2") ? 8 : 0) | (avx512 ? 16 : 0)
+           | (__builtin_cpu_supports("avx512vnni") ? 32 : 0) | (__builtin_cpu_supports("avx512bf16") ? 64 : 0)
+           | (__builtin_cpu_supports("avx512fp16") ? 128 : 0);
+}
+#else
+int ncnnc_x86_features(void) { return -1; }
+#endif
+
 #ifdef NCNNC_X86
 #define DISPATCH(name, params, args) \
     AVX2 static void name##_avx2 params { name##_body args; } \

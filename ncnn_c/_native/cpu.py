@@ -46,6 +46,10 @@ class CpuKernels:
         self._ffi = mod.ffi
         self._lib = mod.lib
 
+    def x86_features(self) -> int:
+        """CPUID's feature bits (cpu.c's ncnnc_x86_features; -1 off x86)."""
+        return int(self._lib.ncnnc_x86_features())
+
     def _ptr(self, a: np.ndarray | None, const: bool = True):
         if a is None:
             return self._ffi.NULL
