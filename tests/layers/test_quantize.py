@@ -1,7 +1,9 @@
 """Quantize, Dequantize, Requantize against the PyPI ncnn over the cases of ncnn's
 tests/test_{quantize,dequantize,requantize}.cpp: per-tensor and per-row / per-channel scales
 (and biases), every rank, saturation, every fused activation after requantize; the layer and
-net paths. int8 results are exact; Dequantize's fp32 too (one fused multiply-add, as ncnn).
+net paths, each case on every backend (oracle.backends: the CPU and the GPU option grid).
+int8 results are exact; Dequantize's fp32 too (one fused multiply-add, as ncnn), on the GPU's
+fp32 sets as well. The fp16 sets quantize the bottom as fp16 holds it, within their 1e-2.
 
 int32 inputs travel as the bit patterns of fp32 inputs (the oracle harness writes fp32), and
 int8 outputs come back widened to fp32 on both sides, as ncnn's extract widens them.
@@ -13,7 +15,7 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, rng, run_layer
+from oracle import backends, check, rng, run_layer
 
 from ncnn_c.layer._int8 import float2int8
 
@@ -36,15 +38,21 @@ def int32_bits(a) -> np.ndarray:
     return np.asarray(a, dtype=np.int32).view(np.float32)
 
 
+# the GPU sets a big parametrised product runs on: the layers' two shader forms (elempack 1
+# and 4) and fp16 storage; Dequantize and Requantize take fp32 elempack 1 whatever the options
+GRID = ["fp32", "fp32-pack", "fp16sa-pack"]
+
+
 @pytest.mark.parametrize("per_channel", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_quantize(shape, per_channel):
+@pytest.mark.parametrize("backend", backends("Quantize"))
+def test_quantize(shape, per_channel, backend):
     g = rng("quantize", shape, per_channel)
     n = _rows(shape) if per_channel and len(shape) > 1 else 1
     scale = g.uniform(120, 140, n).astype(np.float32) if per_channel else np.full(1, 100, np.float32)
     # values past +-127/scale saturate
     x = g.uniform(-1.5, 1.5, shape).astype(np.float32)
-    check_layer("Quantize", {0: n}, [(scale, 1)], [x], paths=PATHS, tol=0.0)
+    check(backend, "Quantize", {0: n}, [(scale, 1)], [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def test_float2int8_rounds_half_away_and_saturates():
@@ -54,12 +62,13 @@ def test_float2int8_rounds_half_away_and_saturates():
     assert float2int8(np.array([np.nan, np.inf, -np.inf, 3e9], np.float32)).tolist() == [-127] * 4
 
 
-def test_quantize_ties_and_specials_against_ncnn():
+@pytest.mark.parametrize("backend", backends("Quantize"))
+def test_quantize_ties_and_specials_against_ncnn(backend):
     # exact .5 ties, values beyond int32, infinities and NaN: the SIMD body's results
     v = np.array(
         [0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 1e10, -1e10, np.inf, -np.inf, np.nan, 0.0] * 4, np.float32
     )
-    check_layer("Quantize", {0: 1}, [(np.ones(1, np.float32), 1)], [v], paths=PATHS, tol=0.0)
+    check(backend, "Quantize", {0: 1}, [(np.ones(1, np.float32), 1)], [v], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 _DEQ_SIZES = [(1, "c"), (1, 1), (1, 0), ("c", "c"), ("c", 1), ("c", 0)]
@@ -72,7 +81,8 @@ _DEQ_SHAPES = [s for s in SHAPES if s[0] not in (256, 255)] + [(48, 13, 11), (48
     [(s, a, b) for s in _DEQ_SHAPES for a, b in _DEQ_SIZES if len(s) > 1 or "c" not in (a, b)],
     ids=str,
 )
-def test_dequantize(shape, scale_size, bias_size):
+@pytest.mark.parametrize("backend", backends("Dequantize", grid=GRID))
+def test_dequantize(shape, scale_size, bias_size, backend):
     g = rng("dequantize", shape, scale_size, bias_size)
     c = _rows(shape)
     ns = c if scale_size == "c" else 1
@@ -81,7 +91,7 @@ def test_dequantize(shape, scale_size, bias_size):
     if nb:
         weights.append((g.uniform(-1.2, 1.2, nb).astype(np.float32), 1))
     x = int32_bits(g.integers(-100000, 100000, shape))
-    check_layer("Dequantize", {0: ns, 1: nb}, weights, [x], paths=PATHS, tol=0.0)
+    check(backend, "Dequantize", {0: ns, 1: nb}, weights, [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 ACTIVATIONS = [(0, ()), (1, ()), (2, (0.3,)), (3, (-0.6, 0.7)), (4, ()), (5, ()), (6, (0.2, 0.5))]
@@ -98,7 +108,8 @@ ACTIVATIONS = [(0, ()), (1, ()), (2, (0.3,)), (3, (-0.6, 0.7)), (4, ()), (5, ())
     ],
     ids=str,
 )  # fmt: skip
-def test_requantize(shape, sin, sout, bias, act, act_params):
+@pytest.mark.parametrize("backend", backends("Requantize", grid=GRID))
+def test_requantize(shape, sin, sout, bias, act, act_params, backend):
     g = rng("requantize", shape, sin, sout, bias, act)
     c = _rows(shape)
     n_in, n_out = (c if sin == "c" else 1), (c if sout == "c" else 1)
@@ -113,7 +124,7 @@ def test_requantize(shape, sin, sout, bias, act, act_params):
     if act_params:
         params[4] = [float(v) for v in act_params]
     x = int32_bits(g.integers(-20000, 20000, shape))
-    check_layer("Requantize", params, weights, [x], paths=PATHS, tol=0.0)
+    check(backend, "Requantize", params, weights, [x], paths=PATHS, tol=0.0, tol_fp32=0.0)
 
 
 def _errors(caplog):

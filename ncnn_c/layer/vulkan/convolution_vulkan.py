@@ -51,6 +51,7 @@ from . import (
     shader_policy,
     upload_weights,
 )
+from ._int8 import Int8Passes
 from ._remap import PAIRS, record_reshape
 
 if TYPE_CHECKING:
@@ -157,6 +158,7 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self._gemm_tile = GEMM_TILE
         self.pipelines_reshape: dict = {}
         self._flat_warned = False
+        self._int8_passes: Int8Passes | int | None = None
 
     def _is_flat_1x1(self) -> bool:
         # SAME pads of a 1x1 stride-1 kernel are always zero
@@ -167,6 +169,12 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         )
 
     def create_pipeline_vk(self, opt) -> int:
+        # int8 weights: the float shaders give the raw int32 sums, passes around them (_int8.py)
+        self._int8_passes = Int8Passes.setup(self, opt, "_weight2d")
+        if self._int8_passes == -1:
+            return -1
+        if isinstance(self._int8_passes, Int8Passes):
+            opt = self._int8_passes.opt  # fp32 blobs: the raw int32 sums do not fit fp16
         act_spec, self._act_push = activation_constants(self)
         # unused params are normalised so that equivalent layers share one cached pipeline
         self._flat = self._is_flat_1x1()
@@ -300,6 +308,8 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         return self._weight_halves is not None
 
     def upload_model(self, cmd, opt) -> int:
+        if isinstance(self._int8_passes, Int8Passes):
+            self._int8_passes.upload_model(cmd, opt)
         if self._gemm:
             return self._upload_gemm(cmd, opt)
         assert self._weight2d is not None  # load_model() prepared it
@@ -371,6 +381,9 @@ class Convolution_vulkan(VulkanLayer, Convolution):
         self.bias_data_gpu = None
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
+        return Int8Passes.run(self._int8_passes, self._forward_float_vk, bottom, top, cmd, opt)
+
+    def _forward_float_vk(self, bottom, top, cmd, opt) -> int:
         if bottom.dims == 1 and self.pipelines_reshape:
             return self._forward_flat_vk(bottom, top, cmd, opt)
         if bottom.dims != 3:

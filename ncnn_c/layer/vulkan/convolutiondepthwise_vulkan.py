@@ -78,10 +78,12 @@ class DepthwiseGpu(VulkanLayer):
         return self.group == self.num_output == self.num_input()
 
     def create_pipeline_vk(self, opt) -> int:
-        # int8 weights: quantize / requantize dispatches around the float shaders (_int8.py)
+        # int8 weights: the float shaders give the raw int32 sums, passes around them (_int8.py)
         self._int8_passes = Int8Passes.setup(self, opt, "_weight2d")
         if self._int8_passes == -1:
             return -1
+        if isinstance(self._int8_passes, Int8Passes):
+            opt = self._int8_passes.opt  # fp32 blobs: the raw int32 sums do not fit fp16
         # a CPU device (lavapipe) is bound by loads: longer row tiles reuse each loaded row more
         self._tile_w = 8 if self.cpu_device() else 4
         specs = [
@@ -118,6 +120,8 @@ class DepthwiseGpu(VulkanLayer):
         return 0
 
     def upload_model(self, cmd, opt) -> int:
+        if isinstance(self._int8_passes, Int8Passes):
+            self._int8_passes.upload_model(cmd, opt)
         weight2d, bias = self.gpu_weights()
 
         def upload(array):

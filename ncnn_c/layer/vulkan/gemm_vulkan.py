@@ -46,6 +46,17 @@ class Gemm_vulkan(VulkanLayer, Gemm):
         self.B_gpu: VkMat | None = None
         self.C_gpu: VkMat | None = None
 
+    def check_params(self) -> int:
+        ret = super().check_params()
+        if ret == 0 and self.quantize_term:
+            # an input A / B is quantized per row / as a whole by its max |value|: reductions the
+            # one-dispatch shader has not; the int8 product runs exactly on the CPU instead
+            self.support_vulkan = False
+            log.info(
+                "Gemm %r: quantize_term %d runs on the CPU inside a Vulkan net", self.name, self.quantize_term
+            )
+        return ret
+
     def create_pipeline_vk(self, opt) -> int:
         specs = [1 if self.constantA else 0, 1 if self.constantB else 0, float(self.alpha), float(self.beta)]
         if opt.use_packing_layout:

@@ -28,6 +28,7 @@ import numpy as np
 from .._fused_activation import activation_specs
 from ..innerproduct import InnerProduct
 from . import LOCAL_1D, VulkanLayer, fp16_exact, numpy_shape, outer_extent, shader_policy, upload_weights
+from ._int8 import Int8Passes
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -50,8 +51,15 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self.bias_data_gpu: VkMat | None = None
         self._weight_fp16 = False
         self._weight_halves: np.ndarray | None = None  # the fp16 weights, from the check to the upload
+        self._int8_passes: Int8Passes | int | None = None
 
     def create_pipeline_vk(self, opt) -> int:
+        # int8 weights: the float shaders give the raw int32 sums, passes around them (_int8.py)
+        self._int8_passes = Int8Passes.setup(self, opt, "_weight")
+        if self._int8_passes == -1:
+            return -1
+        if isinstance(self._int8_passes, Int8Passes):
+            opt = self._int8_passes.opt  # fp32 blobs: the raw int32 sums do not fit fp16
         self._weight_fp16 = self._weights_fit_fp16()
         specs = [
             1 if self.bias_term else 0,
@@ -88,6 +96,8 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         return self._weight_halves is not None
 
     def upload_model(self, cmd, opt) -> int:
+        if isinstance(self._int8_passes, Int8Passes):
+            self._int8_passes.upload_model(cmd, opt)
         if self._weight is None:
             self._prepare()
         assert self._weight is not None  # set by _prepare()
@@ -114,6 +124,9 @@ class InnerProduct_vulkan(VulkanLayer, InnerProduct):
         self.bias_data_gpu = None
 
     def forward_vk(self, bottom, top, cmd, opt) -> int:
+        return Int8Passes.run(self._int8_passes, self._forward_float_vk, bottom, top, cmd, opt)
+
+    def _forward_float_vk(self, bottom, top, cmd, opt) -> int:
         assert self._weight is not None  # load_model() prepared it
         num_input = self._weight.shape[1]
         dims = bottom.dims

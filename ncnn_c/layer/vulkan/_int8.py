@@ -1,0 +1,277 @@
+"""int8 on the GPU: the quantize dispatch Quantize shares with the int8 layers of a Vulkan net.
+
+How int8 blobs live on the GPU. ncnn_c's GPU blobs have no 8-bit type: the net's uploads
+widen an int8 host Mat by value, its conversions and downloads know fp32 and fp16 only. So
+an int8 blob is stored **widened by value** in the blob's float storage (fp32, or fp16,
+which holds -127..127 exactly): Quantize and Requantize write the int8 values as floats, and
+a download gives them as fp32 (where the CPU's extract widens an int8 Mat to the same
+numbers). int32 blobs (what Dequantize and Requantize read) keep their bits in a 32-bit
+blob: those two layers take fp32 elempack 1 blobs, so no conversion touches the bits.
+
+The int8 layers (Convolution, ConvolutionDepthWise, InnerProduct with ``int8_scale_term``,
+under ``opt.use_int8_inference``) do what ncnn's Vulkan does where it has no int8 path: they
+run in float, here arranged so that the arithmetic is the int8 one as far as float allows:
+
+* the bottom is quantized with the bottom scale first (``Int8Passes.quantize_bottom``, this
+  module's quantize.comp dispatch): the float blob then holds the int8 values exactly;
+* the weights are the int8 weights times ``1 / (bottom scale * weight scale)`` per output
+  channel (``folded_weights``), so the layer's own shader sums ``w8 * scale_in * q``: the
+  exact int32 sum times scale_in, up to fp32 rounding of the sum (~1e-7 relative), then the
+  bias and the activation as usual;
+* a requantizing layer (``int8_scale_term > 100``) requantizes its top with the top scale and
+  stores the **dequantized** value ``q / top_scale`` (``requantize_top``): the next int8
+  layer's quantization, whose bottom scale is this top scale in ncnn's int8 models, gives
+  ``q`` back exactly (in fp16 too: the relative error 2^-11 of q / s moves q * s by at most
+  0.07). A non-int8 reader (pooling, concat, a CPU layer) sees the values the int8 ones
+  stand for.
+
+What differs from the CPU: a sum past 2^24 rounds (ncnn's is exact in int32), which can move
+a requantized value across a rounding boundary by one step; with fp16 storage the layer's
+top is fp16 before the requantization, which moves ~2 % of requantized values by one step.
+A Quantize on the GPU feeding an int8 layer would be quantized twice (the int8 layer cannot
+tell a widened int8 blob from an fp32 one); ncnn's int8 models (ncnn2int8) fuse the
+quantization into the layers and have no such Quantize.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import LOCAL_1D, VulkanLayer, outer_extent, shape4, upload_weights
+
+if TYPE_CHECKING:
+    from ...gpu.vkmat import VkMat
+
+log = logging.getLogger("ncnn_c")
+
+
+def quantize_rows(m) -> tuple[int, int, int]:
+    """(scalars per row, rows, row stride in scalars) of blob ``m`` for quantize.comp and
+    dequantize.comp: the rows are ncnn's per-scale axis (2-D rows, 3-D / 4-D channels; a
+    1-D blob is one row), a packed element's lanes consecutive scalars."""
+    p = m.elempack
+    if m.dims == 1:
+        return m.w * p, 1, m.w * p
+    if m.dims == 2:
+        return m.w * p, m.h, m.w * p
+    w, h, d, c, cstep = shape4(m)
+    return w * h * d * p, c, cstep * p
+
+
+def logical_rows(m) -> tuple[int]:
+    """The unpacked length of ``m``'s per-scale axis as a 1-tuple (what ``count_fits`` reads
+    of a shape): 1 for a 1-D blob, which takes the first value only."""
+    return (1 if m.dims == 1 else outer_extent(m),)
+
+
+def record_quantize(cmd, pipeline, src, dst, scales=None, scale: float = 1.0, out_mul: float = 1.0) -> None:
+    """Record ``dst = float2int8(src * scale) * out_mul`` (quantize.comp); ``scales`` (a
+    VkMat of fp32 per-row scales) replaces ``scale`` when given and the blob has rows. ``dst``
+    must have ``src``'s shape and storage type; it may be ``src`` (in place)."""
+    size, rows, stride = quantize_rows(src)
+    per_row = int(scales is not None and src.dims > 1)
+    constants = [size, rows, stride, src.elempack, per_row, float(scale), float(out_mul)]
+    cmd.record_pipeline(pipeline, [src, dst, scales if per_row else None], constants, (size, rows, 1))
+
+
+def folded_weights(w8: np.ndarray, scale_in: np.ndarray) -> np.ndarray:
+    """The int8 weight rows (one per output channel) times their ``1 / (bottom scale * weight
+    scale)``, fp32: what a float shader multiplies a quantized bottom by (see the docstring)."""
+    return np.multiply(w8.astype(np.float32), scale_in.reshape(-1, 1), dtype=np.float32)
+
+
+class Int8Passes:
+    """The dispatches around an int8 layer's float shader (see the module docstring).
+
+    ``Int8Passes.setup(layer, opt, attr)`` first thing in ``create_pipeline_vk``: None for a
+    layer that runs in fp32 (no ``int8_scale_term``, or no ``use_int8_inference``), -1 on
+    failure, else the passes. Then the layer's float shader is set up to give the raw sums:
+    ``layer.<attr>`` (the weight rows its shaders read) holds the int8 weights, its bias and
+    fused activation are off (the last pass applies them), it takes and makes fp32 blobs
+    (``support_fp16_storage`` off: integer sums beyond 2048 do not fit fp16), and the layer
+    creates its pipelines with ``passes.opt``. What setup changed is put back by the next
+    setup, so a later ``create_pipeline`` without int8 inference runs the plain layer."""
+
+    def __init__(self, layer, opt, bias, activation: list) -> None:
+        self.layer = layer
+        scales = layer._int8
+        self.scale_in = np.asarray(scales.scale_in, np.float32).reshape(-1)
+        self.bottom_scale = float(scales.bottom)
+        self.top_scale = None if scales.top is None else float(scales.top)
+        self.bias = bias
+        self.opt = opt.copy()
+        for name in ("use_fp16_storage", "use_fp16_packed", "use_fp16_arithmetic"):
+            setattr(self.opt, name, False)
+        self.pipeline_quantize = layer.new_pipeline("quantize", self.opt, [], LOCAL_1D)
+        specs = [int(self.top_scale is not None), *activation, 1]
+        self.pipeline_dequantize = layer.new_pipeline(
+            "dequantize", self.opt, specs, LOCAL_1D, option_free=True
+        )
+        self.vectors: list = []
+
+    @classmethod
+    def setup(cls, layer, opt, attr: str) -> Int8Passes | int | None:
+        from .._fused_activation import activation_specs, activation_values
+
+        saved = getattr(layer, "_int8_saved", None)
+        if saved is not None:  # an earlier create_pipeline set the layer up: put it back
+            weights, layer.pad_value, layer.bias_term, layer.activation_type, layer.support_fp16_storage = (
+                saved
+            )
+            setattr(layer, attr, weights)
+            layer._int8_saved = None
+        if not getattr(layer, "int8_scale_term", 0) or not getattr(opt, "use_int8_inference", False):
+            return None
+        if getattr(layer, attr, None) is None:
+            layer._prepare()
+        scales, w8 = getattr(layer, "_int8", None), getattr(layer, "_w8", None)
+        weights = getattr(layer, attr)
+        if scales is None or w8 is None or weights is None:
+            log.error("%s %r: int8 weights are not loaded", layer.type, layer.name)
+            return -1
+        pad = float(getattr(layer, "pad_value", 0.0))
+        layer._int8_saved = (weights, pad, layer.bias_term, layer.activation_type, layer.support_fp16_storage)
+        act_params = getattr(layer, "_act", None)
+        if act_params is None:
+            act_params = activation_values(getattr(layer, "activation_params", None))
+        activation = activation_specs(layer.activation_type, act_params)
+        bias = None
+        if layer.bias_term:
+            bias = np.asarray(layer._bias, np.float32).reshape(-1)
+        setattr(layer, attr, np.ascontiguousarray(w8, dtype=np.float32).reshape(weights.shape))
+        # the CPU borders the quantized bottom with (signed char) pad_value
+        layer.pad_value = float(np.clip(np.trunc(pad), -128, 127))
+        layer.bias_term = 0
+        layer.activation_type = 0
+        layer.support_fp16_storage = False
+        passes = cls(layer, opt, bias, activation)
+        return passes if passes.pipeline_quantize and passes.pipeline_dequantize else -1
+
+    def upload_model(self, cmd, opt) -> None:
+        """The per-output-channel scale_in and bias, and the top scale (from the layer's
+        upload_model)."""
+        top = None if self.top_scale is None else np.array([self.top_scale], np.float32)
+        self.vectors = [upload_vector(cmd, v, opt) for v in (self.scale_in, self.bias, top)]
+
+    @staticmethod
+    def run(passes, forward_float, bottom, top, cmd, opt) -> int:
+        """``forward_float`` (the layer's float forward), between the passes when ``passes``
+        (what ``setup`` gave) is an Int8Passes."""
+        if isinstance(passes, Int8Passes):
+            return passes.forward(forward_float, bottom, top, cmd, opt)
+        return forward_float(bottom, top, cmd, opt)
+
+    def forward(self, forward_float, bottom, top, cmd, opt) -> int:
+        """Quantize the bottom, run ``forward_float`` (the raw sums), then dequantize in place
+        (scale_in, bias, activation) and, with a top scale, requantize to the dequantized
+        int8 values."""
+        q = type(bottom)()
+        q.create_like(bottom, opt.blob_vkallocator)
+        if q.empty():
+            return -100
+        record_quantize(cmd, self.pipeline_quantize, bottom, q, scale=self.bottom_scale)
+        ret = forward_float(q, top, cmd, opt)
+        if ret != 0:
+            return ret
+        size, rows, stride = quantize_rows(top)
+        scale_in, bias, top_scale = self.vectors
+        out_mul = float(np.float32(1.0) / np.float32(self.top_scale)) if self.top_scale else 1.0
+        per_channel = int(self.scale_in.size > 1)
+        bias_mode = 0 if bias is None else 2
+        # the output channels: a 1-D top's scalars (its lanes are consecutive), a 2-D top's
+        # columns (an InnerProduct over rows), a 3-D top's channels
+        if top.dims == 1:
+            size, rows, stride = 1, size, 1
+        constants = [size, rows, stride, per_channel, bias_mode, 0, 1 if top.dims == 1 else top.elempack]
+        constants += [int(top.dims == 2), out_mul]
+        bindings = [top, top, scale_in, bias, top_scale]
+        cmd.record_pipeline(self.pipeline_dequantize, bindings, constants, (constants[0], constants[1], 1))
+        return 0
+
+
+def upload_vector(cmd, values: np.ndarray | None, opt) -> VkMat | None:
+    """A scale / bias vector on the device (fp32, padded to 4 values), or None without one."""
+    if values is None:
+        return None
+    v = np.zeros(max(4, -(-values.size // 4) * 4), np.float32)
+    v[: values.size] = values.reshape(-1)
+    return upload_weights(cmd, v, opt)
+
+
+class DequantizeGpu(VulkanLayer):
+    """The GPU half of Dequantize and Requantize (dequantize.comp), ahead of the CPU class:
+    int32 in as the bits of an fp32 elempack 1 blob, fp32 elempack 1 out. The vectors the
+    CPU class loaded (``VECTORS``: attribute names, None for an absent one) go up as fp32."""
+
+    # (attribute of the CPU class, its name in error lines), in the shader's binding order
+    VECTORS: tuple[tuple[str, str], ...] = ()
+    REQUANTIZE = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        # fp16 storage or packing would run the int32 bits through a float conversion
+        self.support_fp16_storage = False
+        self.support_packing = False
+        self.pipeline_dequantize = None
+        self.vectors_gpu: dict[str, VkMat | None] = {}
+
+    def create_pipeline_vk(self, opt) -> int:
+        from .._fused_activation import activation_specs
+
+        if self.REQUANTIZE:
+            act = activation_specs(self.activation_type, self.activation_params)  # type: ignore[attr-defined]
+        else:
+            act = [0, 0.0, 0.0]
+        specs = [self.REQUANTIZE, *act, 0]
+        self.pipeline_dequantize = self.new_pipeline("dequantize", opt, specs, LOCAL_1D, option_free=True)
+        return 0 if self.pipeline_dequantize else -1
+
+    def upload_model(self, cmd, opt) -> int:
+        self.vectors_gpu = {attr: upload_vector(cmd, getattr(self, attr), opt) for attr, _ in self.VECTORS}
+        return 0
+
+    def release_gpu_data(self) -> None:
+        self.vectors_gpu = {}
+
+    def forward_vk(self, bottom, top, cmd, opt) -> int:
+        from .._int8 import count_fits
+
+        if bottom.dims < 1 or bottom.elempack != 1 or bottom.elemsize != 4:
+            log.error(
+                "%s %r: needs an elempack-1 blob of int32, got dims %d elemsize %d elempack %d",
+                self.type, self.name, bottom.dims, bottom.elemsize, bottom.elempack,
+            )  # fmt: skip
+            return -1
+        rows = logical_rows(bottom)
+        sizes = {attr: getattr(self, attr) for attr, _ in self.VECTORS}
+        for attr, what in self.VECTORS:
+            v = sizes[attr]
+            if v is not None and not count_fits(self, what, v.size, rows, bottom.dims):
+                return -1
+        top.create_like(bottom, opt.blob_vkallocator)
+        if top.empty():
+            return -100
+        size, nrows, stride = quantize_rows(bottom)
+
+        def per_row(attr: str) -> int:
+            v = sizes.get(attr)
+            return int(v is not None and v.size > 1 and bottom.dims > 1)
+
+        bias = sizes.get("bias_data")
+        bias_mode = 0 if bias is None else 2 if per_row("bias_data") else 1
+        constants: list = [
+            size,
+            nrows,
+            stride,
+            per_row(self.VECTORS[0][0]),
+            bias_mode,
+            per_row("scale_out_data"),
+        ]
+        constants += [1, 0, 1.0]
+        vg = self.vectors_gpu
+        bindings = [bottom, top, vg.get(self.VECTORS[0][0]), vg.get("bias_data"), vg.get("scale_out_data")]
+        cmd.record_pipeline(self.pipeline_dequantize, bindings, constants, (size, nrows, 1))
+        return 0
