@@ -9,28 +9,26 @@ numbers). int32 blobs (what Dequantize and Requantize read) keep their bits in a
 blob: those two layers take fp32 elempack 1 blobs, so no conversion touches the bits.
 
 The int8 layers (Convolution, ConvolutionDepthWise, InnerProduct with ``int8_scale_term``,
-under ``opt.use_int8_inference``) do what ncnn's Vulkan does where it has no int8 path: they
-run in float, here arranged so that the arithmetic is the int8 one as far as float allows:
+under ``opt.use_int8_inference``) do what ncnn's Vulkan does where it has no int8 path, run
+in float, but arranged so that the arithmetic is the CPU's int8 one (``Int8Passes``):
 
-* the bottom is quantized with the bottom scale first (``Int8Passes.quantize_bottom``, this
-  module's quantize.comp dispatch): the float blob then holds the int8 values exactly;
-* the weights are the int8 weights times ``1 / (bottom scale * weight scale)`` per output
-  channel (``folded_weights``), so the layer's own shader sums ``w8 * scale_in * q``: the
-  exact int32 sum times scale_in, up to fp32 rounding of the sum (~1e-7 relative), then the
-  bias and the activation as usual;
-* a requantizing layer (``int8_scale_term > 100``) requantizes its top with the top scale and
-  stores the **dequantized** value ``q / top_scale`` (``requantize_top``): the next int8
+* the bottom is quantized with the bottom scale (quantize.comp): the blob then holds the
+  int8 values exactly;
+* the layer's own float shader runs on the int8 weights with no bias and no activation: its
+  fp32 sums of int8 products are the exact int32 sums while they stay within 2^24 (K <= 1040
+  terms; a longer sum rounds, ~1e-7 relative);
+* one pass (dequantize.comp on the fp32 sums) applies ``sum * scale_in + bias`` rounded once,
+  the activation, and for a requantizing layer (``int8_scale_term > 100``) the requantization
+  with the top scale, storing the **dequantized** value ``q / top_scale``: the next int8
   layer's quantization, whose bottom scale is this top scale in ncnn's int8 models, gives
-  ``q`` back exactly (in fp16 too: the relative error 2^-11 of q / s moves q * s by at most
-  0.07). A non-int8 reader (pooling, concat, a CPU layer) sees the values the int8 ones
-  stand for.
+  ``q`` back exactly, and a non-int8 reader (pooling, concat, a CPU layer) sees the values
+  the int8 ones stand for. A requantized top extracted from a Vulkan net is thus
+  ``q / top_scale`` where the CPU gives ``q``.
 
-What differs from the CPU: a sum past 2^24 rounds (ncnn's is exact in int32), which can move
-a requantized value across a rounding boundary by one step; with fp16 storage the layer's
-top is fp16 before the requantization, which moves ~2 % of requantized values by one step.
-A Quantize on the GPU feeding an int8 layer would be quantized twice (the int8 layer cannot
-tell a widened int8 blob from an fp32 one); ncnn's int8 models (ncnn2int8) fuse the
-quantization into the layers and have no such Quantize.
+These layers are fp32 islands (``support_fp16_storage`` off for them): integer sums beyond
+2048 do not fit fp16. A Quantize on the GPU feeding an int8 layer, or an int8 host Mat fed to
+one, would be quantized twice (the layer cannot tell a widened int8 blob from an fp32 one);
+ncnn's int8 models (ncnn2int8) fuse the quantization into the layers and have neither.
 """
 
 from __future__ import annotations
