@@ -1,13 +1,13 @@
 """Convolution3D against the PyPI ncnn oracle: ncnn's test_convolution3d cases (kernel,
 dilation, stride, pads per axis, SAME -233 / -234, pad_value), every fused activation, bias
-on and off, bad params, and one run inside a Vulkan net."""
+on and off, each on every backend (oracle.backends: the CPU and the GPU option grid); bad
+params; fp16-stored weights."""
 
 from __future__ import annotations
 
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
 from _window_nd_cases import ACTIVATIONS, TOL, check_rejected, conv_case, with_activation
-from oracle import check_layer
+from oracle import backends, check, check_layer
 
 # (params, input shape (c, d, h, w)); num_output 0 given per case
 GEOMETRY = [
@@ -21,21 +21,31 @@ GEOMETRY = [
     ({0: 4, 1: 3, 3: 2, 4: -233}, (3, 7, 8, 9)),  # SAME_UPPER
     ({0: 4, 1: 4, 3: 3, 4: -234}, (3, 8, 7, 10)),  # SAME_LOWER
     ({0: 4, 1: 3, 4: 1, 18: -0.5}, (2, 5, 5, 5)),  # pad_value
-    ({0: 16, 1: 3, 4: 1}, (16, 8, 12, 12)),
 ]
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
 @pytest.mark.parametrize("geom", GEOMETRY, ids=lambda g: str(g[0]))
-def test_convolution3d_geometry(geom, bias):
+@pytest.mark.parametrize("backend", backends("Convolution3D"))
+def test_convolution3d_geometry(geom, bias, backend):
     params, shape = geom
-    check_layer("Convolution3D", *conv_case("Convolution3D", params, shape, bias), tol=TOL)
+    check(backend, "Convolution3D", *conv_case("Convolution3D", params, shape, bias), tol=TOL)
+
+
+# 16 -> 16 channels over 8x12x12: one fp32 and one fp16 set keep lavapipe's time down (the
+# small cases above cover every option set)
+@pytest.mark.parametrize("backend", backends("Convolution3D", grid=["fp32", "fp16sa-pack"]))
+def test_convolution3d_large(backend):
+    check(
+        backend, "Convolution3D", *conv_case("Convolution3D", {0: 16, 1: 3, 4: 1}, (16, 8, 12, 12)), tol=TOL
+    )
 
 
 @pytest.mark.parametrize("act", sorted(ACTIVATIONS), ids=lambda a: f"act{a}")
-def test_convolution3d_activation(act):
+@pytest.mark.parametrize("backend", backends("Convolution3D"))
+def test_convolution3d_activation(act, backend):
     case = conv_case("Convolution3D", with_activation({0: 4, 1: 3, 4: 1}, act), (3, 5, 6, 7), scale=4.0)
-    check_layer("Convolution3D", *case, tol=TOL)
+    check(backend, "Convolution3D", *case, tol=TOL)
 
 
 @pytest.mark.parametrize(
@@ -52,11 +62,6 @@ def test_convolution3d_activation(act):
 )
 def test_convolution3d_rejects(params, shape, key, caplog):
     check_rejected("Convolution3D", params, [([0.0] * params[6], 0)], shape, key, caplog)
-
-
-@pytest.mark.gpu
-def test_convolution3d_in_vulkan_net():
-    check_in_vulkan_net("Convolution3D", *conv_case("Convolution3D", {0: 4, 1: 3, 4: 1}, (3, 5, 6, 7)))
 
 
 def test_convolution3d_fp16_weights():

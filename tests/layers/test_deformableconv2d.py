@@ -1,7 +1,7 @@
 """DeformableConv2D against the PyPI ncnn oracle: ncnn's test_deformableconv2d forms (kernel,
 dilation, stride per axis, pads, with and without the mask, bias, every fused activation),
-offsets large enough to reach past the input; bad params and inputs; one run inside a Vulkan
-net."""
+offsets large enough to reach past the input, each on every backend (oracle.backends: the
+CPU and the GPU option grid); bad params and inputs, on the CPU and the GPU."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
 from _window_nd_cases import ACTIVATIONS, TOL, with_activation
-from oracle import check_layer, randn, rng, run_layer
+from oracle import backends, check, make_bin, make_param, randn, rng, run_layer, run_net_gpu
 
 from ncnn_c.layer._geometry import kernel_extent, output_shape
 
@@ -20,7 +19,6 @@ GEOMETRY = [
     ({0: 4, 1: 3, 4: 1}, (3, 7, 8)),
     ({0: 5, 1: 3, 11: 2, 3: 2, 13: 1, 2: 2, 4: 1, 14: 0, 15: 2}, (3, 9, 8)),
     ({0: 6, 1: 2, 12: 2, 4: 1, 16: 0}, (4, 6, 7)),
-    ({0: 16, 1: 3, 4: 1}, (16, 16, 16)),
 ]
 
 
@@ -46,19 +44,30 @@ def deform_case(params, shape, mask=True, bias=True, scale=1.0):
 
 @pytest.mark.parametrize("mask", [True, False], ids=["mask", "nomask"])
 @pytest.mark.parametrize("geom", GEOMETRY, ids=lambda g: str(g[0]))
-def test_deformableconv2d_geometry(geom, mask):
+@pytest.mark.parametrize("backend", backends("DeformableConv2D"))
+def test_deformableconv2d_geometry(geom, mask, backend):
     params, shape = geom
-    check_layer("DeformableConv2D", *deform_case(params, shape, mask), tol=TOL)
+    check(backend, "DeformableConv2D", *deform_case(params, shape, mask), tol=TOL)
 
 
-def test_deformableconv2d_nobias():
-    check_layer("DeformableConv2D", *deform_case({0: 4, 1: 3, 4: 1}, (3, 7, 8), bias=False), tol=TOL)
+# 16 -> 16 channels over 16x16: one fp32 and one fp16 set keep lavapipe's time down (the
+# small cases above cover every option set)
+@pytest.mark.parametrize("mask", [True, False], ids=["mask", "nomask"])
+@pytest.mark.parametrize("backend", backends("DeformableConv2D", grid=["fp32", "fp16sa-pack"]))
+def test_deformableconv2d_large(mask, backend):
+    check(backend, "DeformableConv2D", *deform_case({0: 16, 1: 3, 4: 1}, (16, 16, 16), mask), tol=TOL)
+
+
+@pytest.mark.parametrize("backend", backends("DeformableConv2D"))
+def test_deformableconv2d_nobias(backend):
+    check(backend, "DeformableConv2D", *deform_case({0: 4, 1: 3, 4: 1}, (3, 7, 8), bias=False), tol=TOL)
 
 
 @pytest.mark.parametrize("act", sorted(ACTIVATIONS), ids=lambda a: f"act{a}")
-def test_deformableconv2d_activation(act):
+@pytest.mark.parametrize("backend", backends("DeformableConv2D"))
+def test_deformableconv2d_activation(act, backend):
     case = deform_case(with_activation({0: 4, 1: 3, 4: 1}, act), (3, 7, 8), scale=4.0)
-    check_layer("DeformableConv2D", *case, tol=TOL)
+    check(backend, "DeformableConv2D", *case, tol=TOL)
 
 
 @pytest.mark.parametrize(
@@ -88,5 +97,14 @@ def test_deformableconv2d_rejects(params, shapes, key, caplog):
 
 
 @pytest.mark.gpu
-def test_deformableconv2d_in_vulkan_net():
-    check_in_vulkan_net("DeformableConv2D", *deform_case({0: 4, 1: 3, 4: 1}, (3, 7, 8)))
+@pytest.mark.parametrize("offset_shape", [(16, 5, 6), (18, 5, 5)], ids=str)
+def test_deformableconv2d_gpu_rejects_offsets(offset_shape, caplog):
+    # offsets that do not fit the taps or the output: the GPU forward refuses them, logged
+    params, weights, inputs = deform_case({0: 4, 1: 3, 4: 1}, (3, 5, 6), mask=False)
+    inputs[1] = np.zeros(offset_shape, np.float32)
+    text = make_param("DeformableConv2D", params, [x.shape for x in inputs], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, make_bin(weights), inputs)
+    assert ret != 0
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("DeformableConv2D" in line and "offset" in line for line in lines), lines

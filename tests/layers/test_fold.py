@@ -1,13 +1,13 @@
 """Fold against the PyPI ncnn oracle: ncnn's test_fold forms (kernel, dilation, stride per
-axis, pads cut off, output size), exact up to the order overlapping windows add in; bad
-params and inputs whose columns do not match the windows; one run inside a Vulkan net."""
+axis, pads cut off, output size), exact up to the order overlapping windows add in, each on
+every backend (oracle.backends: the CPU and the GPU option grid); bad params and inputs
+whose columns do not match the windows."""
 
 from __future__ import annotations
 
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
 from _window_nd_cases import TOL, check_rejected
-from oracle import check_layer, randn, rng
+from oracle import backends, check, randn, rng
 
 # (params, input shape (channels * maxk, windows))
 CASES = [
@@ -21,9 +21,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: str(c[0]))
-def test_fold(case):
+@pytest.mark.parametrize("backend", backends("Fold"))
+def test_fold(case, backend):
     params, shape = case
-    check_layer("Fold", params, [], [randn(rng("fold", shape), shape)], tol=TOL)
+    check(backend, "Fold", params, [], [randn(rng("fold", shape), shape)], tol=TOL)
 
 
 @pytest.mark.parametrize(
@@ -40,8 +41,3 @@ def test_fold(case):
 )
 def test_fold_rejects(params, shape, key, caplog):
     check_rejected("Fold", params, [], shape, key, caplog)
-
-
-@pytest.mark.gpu
-def test_fold_in_vulkan_net():
-    check_in_vulkan_net("Fold", {1: 3, 3: 2, 4: 1, 20: 9, 21: 7}, [], [randn(rng("fold-vk"), (27, 20))])

@@ -1,7 +1,8 @@
 """GridSample against the PyPI ncnn oracle: ncnn's test_gridsample forms — every sample_type x
 padding_mode x align_corner on 3-D inputs, bilinear (trilinear) and nearest on 4-D inputs, the
-permute_fusion grid layout — bad params, and one run inside a Vulkan net. Grids reach a little
-past [-1, 1], so the padding modes matter. Bicubic rounds differently from ncnn's in the last
+permute_fusion grid layout — each on every backend (oracle.backends: the CPU and the GPU
+option grid); bad params and grids, on the CPU and the GPU. Grids reach a little past
+[-1, 1], so the padding modes matter. Bicubic rounds differently from ncnn's in the last
 bits (rel L2 ~1e-6), within the 1e-5 bar."""
 
 from __future__ import annotations
@@ -10,46 +11,54 @@ import logging
 
 import numpy as np
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
-from oracle import check_layer, randn, rng, run_layer
+from oracle import backends, check, make_param, randn, rng, run_layer, run_net_gpu
 
 TOL = 1e-5
 
 
 def _grid(key, shape):
-    return rng("gridsample-grid", key, shape).uniform(-1.2, 1.2, shape).astype(np.float32)
+    # locations fp16 holds exactly, so that an fp16 grid blob (the GPU's fp16 option sets)
+    # samples where the fp32 oracle does: a nearest sample within a rounding of a cell
+    # boundary would otherwise pick the other cell
+    g = rng("gridsample-grid", key, shape).uniform(-1.2, 1.2, shape)
+    return g.astype(np.float16).astype(np.float32)
 
 
 @pytest.mark.parametrize("align", [0, 1], ids=["noalign", "align"])
 @pytest.mark.parametrize("padding_mode", [1, 2, 3], ids=["zeros", "border", "reflection"])
 @pytest.mark.parametrize("sample_type", [1, 2, 3], ids=["bilinear", "nearest", "bicubic"])
-def test_gridsample_2d(sample_type, padding_mode, align):
+@pytest.mark.parametrize("backend", backends("GridSample"))
+def test_gridsample_2d(sample_type, padding_mode, align, backend):
     x = randn(rng("gridsample", 2), (3, 7, 9))
     grid = _grid(2, (5, 6, 2))
-    check_layer("GridSample", {0: sample_type, 1: padding_mode, 2: align}, [], [x, grid], tol=TOL)
+    check(backend, "GridSample", {0: sample_type, 1: padding_mode, 2: align}, [], [x, grid], tol=TOL)
 
 
 @pytest.mark.parametrize("align", [0, 1], ids=["noalign", "align"])
 @pytest.mark.parametrize("padding_mode", [1, 2, 3], ids=["zeros", "border", "reflection"])
 @pytest.mark.parametrize("sample_type", [1, 2], ids=["bilinear", "nearest"])
-def test_gridsample_3d(sample_type, padding_mode, align):
+@pytest.mark.parametrize("backend", backends("GridSample"))
+def test_gridsample_3d(sample_type, padding_mode, align, backend):
     x = randn(rng("gridsample", 3), (2, 5, 6, 7))
     grid = _grid(3, (3, 4, 5, 3))
-    check_layer("GridSample", {0: sample_type, 1: padding_mode, 2: align}, [], [x, grid], tol=TOL)
+    check(backend, "GridSample", {0: sample_type, 1: padding_mode, 2: align}, [], [x, grid], tol=TOL)
 
 
 @pytest.mark.parametrize(
     "shape,grid_shape", [((3, 7, 9), (2, 5, 6)), ((2, 5, 6, 7), (3, 3, 4, 5))], ids=["2d", "3d"]
 )
 @pytest.mark.parametrize("sample_type", [1, 2], ids=["bilinear", "nearest"])
-def test_gridsample_permute_fusion(sample_type, shape, grid_shape):
+@pytest.mark.parametrize("backend", backends("GridSample"))
+def test_gridsample_permute_fusion(sample_type, shape, grid_shape, backend):
     x = randn(rng("gridsample-pf", shape), shape)
-    check_layer("GridSample", {0: sample_type, 1: 2, 3: 1}, [], [x, _grid("pf", grid_shape)], tol=TOL)
+    check(backend, "GridSample", {0: sample_type, 1: 2, 3: 1}, [], [x, _grid("pf", grid_shape)], tol=TOL)
 
 
-def test_gridsample_large():
+# one fp32 and one fp16 set keep lavapipe's time down (the small cases cover every set)
+@pytest.mark.parametrize("backend", backends("GridSample", grid=["fp32", "fp16sa-pack"]))
+def test_gridsample_large(backend):
     x = randn(rng("gridsample-large"), (16, 32, 48))
-    check_layer("GridSample", {0: 1, 1: 1}, [], [x, _grid("large", (24, 40, 2))], tol=TOL)
+    check(backend, "GridSample", {0: 1, 1: 1}, [], [x, _grid("large", (24, 40, 2))], tol=TOL)
 
 
 @pytest.mark.parametrize(
@@ -73,6 +82,21 @@ def test_gridsample_rejects(params, shapes, key, caplog):
 
 
 @pytest.mark.gpu
-def test_gridsample_in_vulkan_net():
-    x = randn(rng("gridsample-vk"), (3, 7, 9))
-    check_in_vulkan_net("GridSample", {0: 1, 1: 1}, [], [x, _grid("vk", (5, 6, 2))])
+@pytest.mark.parametrize(
+    "params,shapes,key",
+    [
+        ({}, [(2, 4, 4), (3, 3, 3)], "coordinates"),
+        ({3: 1}, [(2, 4, 4), (3, 3, 3)], "coordinates"),
+        ({0: 3}, [(2, 4, 4, 4), (3, 3, 3, 3)], "bicubic"),
+    ],
+    ids=str,
+)
+def test_gridsample_gpu_rejects(params, shapes, key, caplog):
+    # the GPU forward refuses what the CPU one does, with the same logged reason
+    inputs = [np.zeros(s, np.float32) for s in shapes]
+    text = make_param("GridSample", params, shapes, 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, b"", inputs)
+    assert ret != 0
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("GridSample" in line and key in line for line in lines), lines

@@ -1,13 +1,13 @@
 """Unfold against the PyPI ncnn oracle: ncnn's test_unfold forms (kernel, dilation, stride
-per axis, explicit pads with pad_value, SAME -233 / -234), exact; bad params; one run
-inside a Vulkan net."""
+per axis, explicit pads with pad_value, SAME -233 / -234), each on every backend
+(oracle.backends: the CPU and the GPU option grid), exact on the CPU and the fp32 GPU sets
+(a copy); bad params."""
 
 from __future__ import annotations
 
 import pytest
-from _vulkan_sandwich import check_in_vulkan_net
 from _window_nd_cases import check_rejected
-from oracle import check_layer, randn, rng
+from oracle import backends, check, randn, rng
 
 CASES = [
     ({1: 1}, (3, 5, 6)),
@@ -21,9 +21,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: str(c[0]))
-def test_unfold(case):
+@pytest.mark.parametrize("backend", backends("Unfold"))
+def test_unfold(case, backend):
     params, shape = case
-    check_layer("Unfold", params, [], [randn(rng("unfold", shape), shape)], tol=0.0)
+    check(backend, "Unfold", params, [], [randn(rng("unfold", shape), shape)], tol=0.0, tol_fp32=0.0)
 
 
 @pytest.mark.parametrize(
@@ -39,8 +40,3 @@ def test_unfold(case):
 )
 def test_unfold_rejects(params, shape, key, caplog):
     check_rejected("Unfold", params, [], shape, key, caplog)
-
-
-@pytest.mark.gpu
-def test_unfold_in_vulkan_net():
-    check_in_vulkan_net("Unfold", {1: 3, 3: 2, 4: 1}, [], [randn(rng("unfold-vk"), (3, 7, 9))], tol=0.0)
