@@ -188,6 +188,13 @@ def test_mask_per_head(per_head, backend):
     check(backend, "SDPA", {5: 1}, [], [q, k, v, mask])
 
 
+@pytest.mark.parametrize("backend", backends("SDPA"))
+def test_one_head_as_2d_blobs(backend):
+    g = rng("sdpa 2d")
+    q, k, v, mask = _u(g, (16, 7)), _u(g, (16, 9)), _u(g, (12, 9)), _u(g, (9, 7))
+    check(backend, "SDPA", {5: 1, 6: 0.3}, [], [q, k, v, mask])
+
+
 def test_bad_inputs(caplog):
     def rejects(params, inputs, words, n_outputs=1):
         caplog.clear()
