@@ -24,15 +24,15 @@ class GridSample_vulkan(VulkanLayer, GridSample):
         self.pipelines: dict[int, object] = {}
 
     def create_pipeline_vk(self, opt) -> int:
-        # the input rank is known only from the blobs (or their shape hints): both forms
-        # but bicubic on 4-D (refused) are deferred unless a hint names the rank
+        # the input rank is known only from the blobs: a shape hint names it, else the 3-D
+        # form (ncnn's common one) is built and the 4-D one deferred to its first dispatch
         shape = self.bottom_shapes[0] if self.bottom_shapes else None
         dims = getattr(shape, "dims", 0) if shape is not None else 0
         for dims3 in (0, 1):
             if dims3 and self.sample_type == 3:
                 continue
             specs = [self.sample_type, self.padding_mode, self.align_corner, dims3]
-            needed = dims == (4 if dims3 else 3)
+            needed = dims == (4 if dims3 else 3) if dims in (3, 4) else not dims3
             pipeline = self.new_pipeline("gridsample", opt, specs, LOCAL_2D, needed=needed)
             if pipeline is None:
                 return -1
