@@ -1,5 +1,6 @@
 """GRU against the PyPI ncnn oracle over the cases of ncnn's tests/test_gru.cpp (every direction,
-hidden state in and out), a float64 reference, a Vulkan net, and bad params."""
+hidden state in and out) on every backend (the CPU and the GPU option grid), a float64
+reference, and bad params and inputs."""
 
 from __future__ import annotations
 

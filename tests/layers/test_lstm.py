@@ -1,5 +1,6 @@
 """LSTM against the PyPI ncnn oracle over the cases of ncnn's tests/test_lstm.cpp (every direction,
-hidden state, cell state and projection in and out), a float64 reference, a Vulkan net, and bad params."""
+hidden state, cell state and projection in and out) on every backend (the CPU and the GPU option
+grid), a float64 reference, and bad params and inputs."""
 
 from __future__ import annotations
 
