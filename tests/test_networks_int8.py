@@ -9,6 +9,13 @@ an approximate reciprocal (``_mm_rcp_ps``, ~1e-4 relative, and CPU-dependent), w
 requantized values by 1 here and there, and random weights carry those differences on
 (MobileNet-SSD's features drift by ~5e-2 over its 13 depthwise layers): the depthwise networks
 are compared there on top-1 and a looser bound, MobileNet-SSD on its detection heads.
+
+On Vulkan (``test_int8_network_vulkan``, marked gpu) the int8 layers quantize their bottom,
+sum int8 products exactly in fp32 and dequantize / requantize in one pass (see
+ncnn_c/layer/vulkan/_int8.py), so against the oracle's exact CPU int8 path the networks agree
+to ~1e-6 (measured on lavapipe, fp32 unpacked: SqueezeNet 1.9e-6, MobileNet 4.5e-7, GoogLeNet
+7.4e-7, ResNet-18 9.0e-7); the bar stays the issue's 1e-2 and top-1. With fp16 storage the
+non-int8 layers between them round to fp16.
 """
 
 from __future__ import annotations
@@ -134,3 +141,48 @@ def test_int8_network_default_options(model):
             assert int(np.argmax(a)) == int(np.argmax(b)), f"{what}: top-1 differs"
         err = rel_l2(a, b)
         assert err <= (RCP_TOL if rcp else TOL), f"{what}: relative L2 error {err:.3g}"
+
+
+# the GPU option sets the Vulkan networks run under: fp32 unpacked and ncnn's default (fp16
+# storage and arithmetic, packing); lavapipe runs them at the full input size
+VK_SETS = {
+    "fp32": dict(use_fp16_packed=False, use_fp16_storage=False, use_fp16_arithmetic=False),
+    "fp16sa-pack": dict(
+        use_fp16_packed=True, use_fp16_storage=True, use_fp16_arithmetic=True, use_packing_layout=True
+    ),
+}
+
+
+# fp16 storage between the int8 layers (Split, Permute, Concat ... hold fp16) rounds values
+# before the next layer quantizes them, which moves ~1 % of int8 values by one step; random
+# weights carry that on through the SSDs' 30-odd int8 layers: MobileNet-SSD's mbox_loc ends
+# 5.5e-2 from the oracle on lavapipe. Known gap, asserted so that a fix shows.
+FP16_SSD_GAP = pytest.mark.xfail(strict=True, reason="fp16 storage requantization drift on the SSD heads")
+
+
+def _vk_params():
+    for model in MODELS:
+        for vkset in VK_SETS:
+            marks = [pytest.mark.slow] if model in HEAVY else []
+            if vkset != "fp32" and model.endswith("_ssd"):
+                marks.append(FP16_SSD_GAP)
+            yield pytest.param(model, vkset, marks=marks, id=f"{model}-{vkset}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model,vkset", list(_vk_params()))
+def test_int8_network_vulkan(model, vkset):
+    flags = VK_SETS[vkset]
+    fp16 = flags["use_fp16_storage"]
+    outputs = None
+    text = _param(model).read_text()
+    if fp16 and "DetectionOutput" in text:
+        # fp16 blobs between the int8 layers move scores by ~1e-2 and so which boxes NMS
+        # keeps: the heads the detection layer reads are compared, within the bar
+        outputs = detection_heads(text)
+    errors = compare_network(
+        _param(model), weights(model, False), tol=TOL, use_vulkan=True, outputs=outputs, **flags
+    )
+    if not fp16:
+        # exact int8 arithmetic but for fp32 rounding of sums past 2^24: far inside the bar
+        assert max(errors.values()) <= 1e-4, errors
