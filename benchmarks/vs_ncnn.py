@@ -2,7 +2,7 @@
 
     python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2 [4 ...]] [--loops N] [--warmup N]
                                  [--models NAME|PATH ...] [--png out.png] [--no-rss]
-                                 [--separate] [--contention N]
+                                 [--separate] [--contention N] [--int8]
 
 Every table is printed with the machine (CPU model, core count) and the load average before
 and after it: figures against the PyPI ncnn mean something only on a quiet machine (its
@@ -12,7 +12,11 @@ prints one table per thread count and says where a latency rose with more thread
 
 Models: every ``benchmark/*.param`` (the shared copy, else the repo's ``models/benchmark``)
 with zero weights for both libraries, as ncnn's benchncnn runs them, plus SqueezeNet with
-its real weights. Both libraries run in this process, alternately (ours, ncnn, ours, ...),
+its real weights. ``--int8`` runs ``models/benchmark_int8/*_int8.param`` instead (``--models``
+picks among them by name, ``squeezenet`` or ``squeezenet_int8``) with ``use_int8_inference`` on
+for both libraries and the same random weights and calibrated scales for both (``python -m
+ncnn_c.tools.randbin``, seed 7, fp32 weights quantized at load; written once under
+``build/bench_int8/``). Both libraries run in this process, alternately (ours, ncnn, ours, ...),
 so that machine load hits both alike; on the CPU both use fp32 without packing (the
 oracle's options) with the same thread count; with ``--device vulkan`` both keep their
 default GPU options (fp16 storage and arithmetic where the device has them, packing), and
@@ -55,6 +59,8 @@ from ncnn_c.tools.bench import (  # noqa: E402 - needs the repo on sys.path firs
 
 SHARED_DIR = Path("/work/shared/models/benchmark")
 REPO_DIR = ROOT / "models" / "benchmark"
+INT8_DIR = ROOT / "models" / "benchmark_int8"
+INT8_WEIGHTS = ROOT / "build" / "bench_int8"
 SQUEEZENET = (ROOT / "models" / "squeezenet_v1.1.param", ROOT / "models" / "squeezenet_v1.1.bin")
 # models whose Input layer carries no shape: the size benchncnn feeds them
 FALLBACK_SHAPES = {"FastestDet": (352, 352, 3)}
@@ -73,6 +79,7 @@ class Model:
     name: str
     param: Path
     weights: Path | None  # None: zero weights
+    int8: bool = False  # use_int8_inference (the weights carry int8 scales)
 
 
 @dataclass
@@ -85,6 +92,38 @@ class Row:
     fails: str = ""
     ncnn_fails: str = ""
     times: dict = field(default_factory=dict)
+
+
+def int8_weights(param: Path) -> Path:
+    """The random int8-scaled weights of ``param`` (made once, then read from build/)."""
+    out = INT8_WEIGHTS / (param.stem + ".bin")
+    if not out.is_file():
+        from ncnn_c.tools.randbin import random_weights
+
+        text = param.read_text().split("\n")
+        shape = (3, 224, 224)
+        for line in text[2:]:
+            if line.split()[:1] == ["Input"]:
+                d = dict(kv.split("=") for kv in line.split()[4:] if kv[:1] in "012" and "=" in kv)
+                if all(k in d for k in "012"):
+                    shape = (int(d["2"]), int(d["1"]), int(d["0"]))
+                break
+        INT8_WEIGHTS.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(random_weights(str(param), seed=7, input_shape=shape, int8=False))
+        os.replace(tmp, out)
+    return out
+
+
+def discover_int8(selected: list[str] | None) -> list[Model]:
+    params = sorted(INT8_DIR.glob("*_int8.param"))
+    if selected:
+        by_name = {p.stem.lower(): p for p in params} | {p.stem[: -len("_int8")].lower(): p for p in params}
+        unknown = [s for s in selected if s.lower() not in by_name]
+        if unknown:
+            raise UsageError(f"unknown int8 model {unknown[0]!r}; known: {', '.join(p.stem for p in params)}")
+        params = list(dict.fromkeys(by_name[s.lower()] for s in selected))
+    return [Model(p.stem, p, int8_weights(p), int8=True) for p in params]
 
 
 def discover(selected: list[str] | None) -> list[Model]:
@@ -147,6 +186,7 @@ def load_net(lib, model: Model, device: str, threads: int):
             setattr(net.opt, k, v)
     net.opt.use_vulkan_compute = device == "vulkan"
     net.opt.num_threads = threads
+    net.opt.use_int8_inference = model.int8
     if net.load_param(str(model.param)) != 0:
         raise ModelError("load_param failed")
     weights = str(model.weights) if model.weights else lib.DataReaderFromEmpty()
@@ -198,7 +238,7 @@ class Runner:
 def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, extra=()) -> tuple[dict, str]:
     """Run this script as a child with one library on ``model``: ({KEY: float} from its
     ``KEY value`` lines, the last stderr line or "" when it exited 0)."""
-    spec = [model.name, str(model.param), str(model.weights or ""), shapes]
+    spec = [model.name, str(model.param), str(model.weights or ""), shapes, model.int8]
     cmd = [sys.executable, __file__, "--child", lib_name, "--device", device, "--threads", str(threads)]
     cmd += [*extra, "--child-model", json.dumps(spec)]
     try:
@@ -236,8 +276,8 @@ def peak_rss_mb() -> float:
 
 
 def child(args) -> int:
-    name, param, weights, shapes = json.loads(args.child_model)
-    model = Model(name, Path(param), Path(weights) if weights else None)
+    name, param, weights, shapes, int8 = json.loads(args.child_model)
+    model = Model(name, Path(param), Path(weights) if weights else None, int8)
     shapes = [(n, tuple(s)) for n, s in shapes]
     if args.child == "ncnn":
         import ncnn as lib
@@ -287,9 +327,10 @@ def loadavg() -> str:
 def print_table(rows: list[Row], args, load_before: str = "") -> None:
     mode = "separate processes" if args.separate else "one process, alternating"
     busy = f", {args.contention} CPU-bound processes beside it" if args.contention else ""
+    int8 = ", int8 (use_int8_inference)" if args.int8 else ""
     print(
-        f"ncnn_c vs ncnn (PyPI): device {args.device}, {args.threads} threads, {args.loops} loops, median; "
-        f"{mode}{busy}"
+        f"ncnn_c vs ncnn (PyPI): device {args.device}{int8}, {args.threads} threads, {args.loops} loops, "
+        f"median; {mode}{busy}"
     )
     print(f"machine: {machine()}; load average (1/5/15 min) before {load_before}, after {loadavg()}")
     head = (
@@ -347,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", nargs="+", metavar="NAME|PATH", help="model names or .param paths")
     ap.add_argument("--png", help="write a bar chart of the medians to this file")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    ap.add_argument("--int8", action="store_true", help="the models/benchmark_int8 networks, int8 inference")
     ap.add_argument("--child", choices=("ncnn_c", "ncnn"), help=argparse.SUPPRESS)
     ap.add_argument("--child-model", help=argparse.SUPPRESS)
     ap.add_argument("--child-loops", type=int, default=0, help=argparse.SUPPRESS)
@@ -364,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         print("vs_ncnn: --loops and --threads must be >= 1, --warmup >= 0", file=sys.stderr)
         return 2
     try:
-        models = discover(args.models)
+        models = discover_int8(args.models) if args.int8 else discover(args.models)
     except UsageError as e:
         print(f"vs_ncnn: {e}", file=sys.stderr)
         return 2

@@ -30,6 +30,14 @@ class Dnnl:
         self.check(self.lib.dnnl_engine_create(p, self.lib.dnnl_cpu, 0), "dnnl_engine_create")
         self.engine = self.ffi.gc(p[0], self.lib.dnnl_engine_destroy)
 
+    def has_vnni(self) -> bool:
+        """Whether oneDNN's int8 kernels multiply with VNNI (AVX-512 or AVX) or better here:
+        exact int32 sums (without, they halve the weights to keep int16 pairs in range)."""
+        isa, lib = int(self.lib.dnnl_get_effective_cpu_isa()), self.lib
+        return any(
+            isa & int(v) == int(v) for v in (lib.dnnl_cpu_isa_avx2_vnni, lib.dnnl_cpu_isa_avx512_core_vnni)
+        )
+
     def check(self, status: int, what: str) -> None:
         if status != self.lib.dnnl_success:
             raise DnnlError(f"oneDNN {what}: status {status}")

@@ -7,6 +7,7 @@ the layers of ``chain`` it took in. A type missing here is always numpy.
 
 * ``conv``: Convolution, ConvolutionDepthWise, Deconvolution(DepthWise), InnerProduct,
   and the fusions around them (folded affine layers, post-ops, zero padding).
+* ``int8``: those of them with ``int8_scale_term`` (quantize, int32 sums, dequantize).
 * ``eltwise``: activations, BinaryOp, Eltwise, BatchNorm / Scale / Bias, PReLU.
 * ``reduce``: Pooling, Reduction, Softmax, LRN, Interp.
 * ``shape``: Split / Dropout / Noop, Concat, Flatten / Reshape, ShuffleChannel, Slice,
@@ -16,7 +17,7 @@ the layers of ``chain`` it took in. A type missing here is always numpy.
 from __future__ import annotations
 
 from ..plan import Builder, NativePlan, Ops, Segment
-from . import conv, eltwise, reduce, shape
+from . import conv, eltwise, int8, reduce, shape
 
 
 def _fusing(build: Builder) -> Builder:
@@ -31,8 +32,15 @@ def _fusing(build: Builder) -> Builder:
     return fused
 
 
+def _producer(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
+    """An int8 convolution or inner product by ``int8``, the others by ``conv``."""
+    if int8.quantized(layer):
+        return int8.producer(plan, layer, seg, opt, chain)
+    return conv.producer(plan, layer, seg, opt, chain)
+
+
 BUILDERS: dict[str, Builder] = {
-    **dict.fromkeys(conv.PRODUCERS, conv.producer),
+    **dict.fromkeys(conv.PRODUCERS, _producer),
     "BinaryOp": _fusing(eltwise.binaryop),
     "Eltwise": _fusing(eltwise.eltwise),
     **dict.fromkeys(eltwise.ACTIVATIONS, eltwise.activation),
@@ -53,6 +61,9 @@ BUILDERS: dict[str, Builder] = {
     "Padding": shape.padding,
     "Permute": shape.permute,
 }
+
+# an int8 layer must quantize what the numpy layers give, bit for bit
+BUILDERS = {t: int8.exact_before_int8(b) for t, b in BUILDERS.items()}
 
 OPS = Ops(builders=BUILDERS, chains=conv.chains, deferrals=(conv.pad_folds, shape.shuffled_concats))
 
