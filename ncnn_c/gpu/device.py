@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import weakref
 
 from ..errors import ForkedProcessError, NcnnError, VulkanUnavailable
@@ -210,6 +211,11 @@ _infos: list[GpuInfo] = []
 _devices: dict[int, VulkanDevice] = {}
 _init_failed: str | None = None
 _atexit_registered = False
+# set while an instance or device is being made (a Net makes its device on a thread, beside
+# load_param: a fork meanwhile must not leave the child waiting on the parent's lock)
+_creating = 0
+# when the instance and the devices were made, and how long that took (init_timings())
+_timings: dict[str, float | str] = {}
 
 
 # fork(): a child inherits the parent's Vulkan handles, but not the driver's threads and locks;
@@ -221,7 +227,11 @@ _forked_child = False
 
 def _after_fork_in_child() -> None:
     # runs in the child right after fork, with no other thread: no locks taken here
-    global _forked_child
+    global _forked_child, _lock
+    if _creating:
+        # the thread making them is gone, holding the lock; what it made is the parent's
+        _lock = threading.RLock()
+        _forked_child = True
     if _instance is not None:
         _forked_child = True
         for dev in list(_devices.values()):
@@ -247,9 +257,32 @@ def check_process(what: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _making(what: str):
+    """Time the making of the instance or a device (init_timings()); marks it for fork()."""
+    global _creating
+    start = time.monotonic()
+    _creating += 1
+    try:
+        yield
+    finally:
+        _creating -= 1
+        end = time.monotonic()
+        _timings[f"{what}_s"] = end - start
+        _timings[f"{what}_at"] = end
+        _timings[f"{what}_thread"] = threading.current_thread().name
+
+
+def init_timings() -> dict[str, float | str]:
+    """When and where the instance and the last device were made: ``instance_s`` /
+    ``device_s`` (seconds it took), ``instance_at`` / ``device_at`` (``time.monotonic()``
+    when done) and ``*_thread`` (the thread's name). For start-up measurements
+    (``benchmarks/startup.py``); empty before the first GPU call."""
+    return dict(_timings)
+
+
 def create_gpu_instance(driver_path: str | None = None) -> int:
     """Create the Vulkan instance and enumerate GPUs; 0 on success, -1 (logged) otherwise."""
-    global _instance, _infos, _init_failed, _atexit_registered
     with _lock:
         if _forked_child:
             log.error("create_gpu_instance: %s", _fork_message())
@@ -259,43 +292,50 @@ def create_gpu_instance(driver_path: str | None = None) -> int:
         if driver_path:
             # PyPI-ncnn signature; the loader is picked by the binding, so this is advisory only
             log.warning("create_gpu_instance: driver_path %r ignored", driver_path)
-        try:
-            inst = _vk.Instance()
-        except (VulkanUnavailable, _vk.VulkanError) as e:
-            if _init_failed != str(e):
-                log.warning("Vulkan unavailable: %s", e)
-            _init_failed = str(e)
-            return -1
-        infos: list[GpuInfo] = []
-        try:
-            for i, pd in enumerate(inst.physical_devices()):
-                d = _vk.describe_physical_device(pd, inst.api_version)
-                info = GpuInfo(i, pd, d)
-                if info.api_version < _vk.API_1_1:
-                    log.warning(
-                        "gpu %d %s: Vulkan %s < 1.1, skipped",
-                        i,
-                        info.device_name,
-                        _vk.version_str(info.api_version),
-                    )
-                    continue
-                if info.compute_queue_family_index < 0:
-                    log.warning("gpu %d %s: no compute queue, skipped", i, info.device_name)
-                    continue
-                info.device_index = _Int(len(infos))
-                infos.append(info)
-        except _vk.VulkanError as e:
-            log.error("create_gpu_instance: %s", e)
-            inst.destroy()
-            _init_failed = str(e)
-            return -1
-        if not infos:
-            log.warning("Vulkan: no usable GPU")
-        _instance, _infos, _init_failed = inst, infos, None
-        if not _atexit_registered:
-            atexit.register(destroy_gpu_instance)
-            _atexit_registered = True
-        return 0
+        with _making("instance"):
+            return _create_instance()
+
+
+def _create_instance() -> int:
+    """The instance and the GPU list (under _lock, from create_gpu_instance)."""
+    global _instance, _infos, _init_failed, _atexit_registered
+    try:
+        inst = _vk.Instance()
+    except (VulkanUnavailable, _vk.VulkanError) as e:
+        if _init_failed != str(e):
+            log.warning("Vulkan unavailable: %s", e)
+        _init_failed = str(e)
+        return -1
+    infos: list[GpuInfo] = []
+    try:
+        for i, pd in enumerate(inst.physical_devices()):
+            d = _vk.describe_physical_device(pd, inst.api_version)
+            info = GpuInfo(i, pd, d)
+            if info.api_version < _vk.API_1_1:
+                log.warning(
+                    "gpu %d %s: Vulkan %s < 1.1, skipped",
+                    i,
+                    info.device_name,
+                    _vk.version_str(info.api_version),
+                )
+                continue
+            if info.compute_queue_family_index < 0:
+                log.warning("gpu %d %s: no compute queue, skipped", i, info.device_name)
+                continue
+            info.device_index = _Int(len(infos))
+            infos.append(info)
+    except _vk.VulkanError as e:
+        log.error("create_gpu_instance: %s", e)
+        inst.destroy()
+        _init_failed = str(e)
+        return -1
+    if not infos:
+        log.warning("Vulkan: no usable GPU")
+    _instance, _infos, _init_failed = inst, infos, None
+    if not _atexit_registered:
+        atexit.register(destroy_gpu_instance)
+        _atexit_registered = True
+    return 0
 
 
 def destroy_gpu_instance() -> None:
@@ -384,7 +424,8 @@ def get_gpu_device(device_index: int | None = None) -> VulkanDevice | None:
         dev = _devices.get(device_index)
         if dev is None:
             try:
-                dev = VulkanDevice(device_index)
+                with _making("device"):
+                    dev = VulkanDevice(device_index)
             except NcnnError as e:
                 log.error("get_gpu_device(%d): %s", device_index, e)
                 return None

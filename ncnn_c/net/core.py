@@ -58,6 +58,10 @@ class Net:
         self._overwrite: dict[int, CustomEntry] = {}
         self._owned_cache = None
         self._pipelines = False
+        # the Vulkan device being made on a thread (set_vulkan_device(index), load_param):
+        # its instance and device take long on some drivers (0.4 s on an H200) while the
+        # param is parsed meanwhile; resolved by _vkdev at first need
+        self._vkdev_pending: Future | None = None
         # load_model: threads creating the GPU layers' pipelines (None: decided per load, see
         # _pipeline_threads), and a callable(done, total) told after each layer's pipelines
         self.pipeline_threads: int | None = None
@@ -87,11 +91,17 @@ class Net:
 
     @property
     def _vkdev(self) -> Any:
-        """The VulkanDevice (kept in the view, where the Vulkan executor reads it)."""
+        """The VulkanDevice (kept in the view, where the Vulkan executor reads it); waits for
+        one being made on a thread."""
+        pending = self._vkdev_pending
+        if pending is not None:
+            self._vkdev_pending = None
+            self._view.vkdev = pending.result()
         return self._view.vkdev
 
     @_vkdev.setter
     def _vkdev(self, vkdev: Any) -> None:
+        self._vkdev_pending = None
         self._view.vkdev = vkdev
 
     # -- context manager / lifetime -------------------------------------------------------
@@ -193,11 +203,8 @@ class Net:
             self._vkdev = None
             return
         if isinstance(device, int):
-            try:
-                self._vkdev = vulkan_forward._gpu().get_gpu_device(device)
-            except Exception as e:  # noqa: BLE001 - reported, the net stays on the CPU
-                log.error("set_vulkan_device: no Vulkan device %d: %s", device, e)
-                self._vkdev = None
+            # made on a thread: the caller goes on (load_param) while the driver starts
+            self._make_vkdev(self._device_at, device)
             return
         self._vkdev = device
 
@@ -205,20 +212,60 @@ class Net:
         """The VulkanDevice the net runs on, or None (no GPU chosen or available)."""
         return self._vkdev
 
-    def _acquire_vkdev(self):
-        if self._vkdev is not None:
-            return self._vkdev
+    def _make_vkdev(self, find: Callable[[Any, Any], Any], arg) -> None:
+        """Start ``find(gpu, arg)`` (the device, or None: logged) on a thread of its own; the
+        GPU modules are imported here first, so that two threads never import them at once."""
         try:
             gpu = vulkan_forward._gpu()
+        except Exception:  # noqa: BLE001 - reported by find, the net stays on the CPU
+            self._vkdev = find(None, arg)
+            return
+        pending: Future = Future()
+
+        def run() -> None:
+            try:
+                pending.set_result(find(gpu, arg))
+            except BaseException as e:  # noqa: BLE001 - handed to the thread that waits
+                pending.set_exception(e)
+
+        self._vkdev = None
+        self._vkdev_pending = pending
+        threading.Thread(target=run, name="ncnn_c-vulkan-device").start()
+
+    @staticmethod
+    def _device_at(gpu, index: int):
+        """set_vulkan_device(index): that GPU's device, None (logged) when there is none."""
+        try:
+            if gpu is None:
+                gpu = vulkan_forward._gpu()
+            return gpu.get_gpu_device(index)
+        except Exception as e:  # noqa: BLE001 - reported, the net stays on the CPU
+            log.error("set_vulkan_device: no Vulkan device %d: %s", index, e)
+            return None
+
+    @staticmethod
+    def _default_device(gpu, index):
+        """The device of GPU ``index`` (None or < 0: the default GPU); None when no GPU."""
+        try:
+            if gpu is None:
+                gpu = vulkan_forward._gpu()
             if gpu.get_gpu_count() <= 0:
                 return None
-            index = self.opt.vulkan_device_index
             if index is None or index < 0:
                 index = gpu.get_default_gpu_index()
-            self._vkdev = gpu.get_gpu_device(index)
+            return gpu.get_gpu_device(index)
         except Exception as e:  # noqa: BLE001 - any failure means "no GPU": fall back
             log.warning("Vulkan unavailable (%s: %s)", type(e).__name__, e)
-            self._vkdev = None
+            return None
+
+    def _start_vkdev(self) -> None:
+        """Start making the device ``opt`` asks for on a thread, unless one is there or coming."""
+        if self._vkdev_pending is None and self._view.vkdev is None:
+            self._make_vkdev(self._default_device, self.opt.vulkan_device_index)
+
+    def _acquire_vkdev(self):
+        if self._vkdev is None:  # none chosen, or set_vulkan_device's GPU has none
+            self._vkdev = self._default_device(None, self.opt.vulkan_device_index)
         return self._vkdev
 
     def _check_vulkan(self, where: str) -> None:
@@ -241,33 +288,65 @@ class Net:
         if not isinstance(text, (bytes, bytearray, memoryview)):
             log.error("load_param_mem: expected str or bytes, got %s", type(text).__name__)
             return -1
-        return self._load("load_param_mem", DataReaderFromMemory(text), parse_text)
+        return self._load("load_param_mem", text, parse_text)
 
     def load_param_bin(self, src) -> int:
         """Binary .param.bin from a path, a file object, a DataReader or bytes."""
         return self._load("load_param_bin", src, parse_binary)
 
     def _load(self, what: str, src, parse) -> int:
-        fp = None
         graph = Graph()
         try:
             self.clear()
+        except Exception as e:  # noqa: BLE001 - a loader never raises
+            return self._load_failed(graph, (what, f"unexpected {type(e).__name__}: {e}"))
+        # The device is made on a thread while the param is parsed, with the layers it asks
+        # for (the GPU forms); should there be no device after all, it is parsed again, for
+        # the CPU. Only where that second parse is as the first: a source read again from its
+        # start, and no application layer whose creator would be called twice.
+        ahead = (
+            bool(self.opt.use_vulkan_compute)
+            and self._view.vkdev is None
+            and isinstance(src, (str, os.PathLike, bytes, bytearray, memoryview))
+            and not self._custom
+            and not self._overwrite
+        )
+        if ahead:
+            self._start_vkdev()
+        else:
             self._check_vulkan(what)
+        error = self._parse(what, src, parse, graph)
+        if ahead:
+            for_gpu = self.opt.use_vulkan_compute
+            self._check_vulkan(what)
+            if error is None and for_gpu and not self.opt.use_vulkan_compute:
+                graph = Graph()  # the GPU forms of built-in layers only: nothing to destroy
+                error = self._parse(what, src, parse, graph)
+        if error is not None:
+            return self._load_failed(graph, error)
+        self._install(graph)
+        return 0
+
+    def _parse(self, what: str, src, parse, graph: Graph) -> tuple[str, str] | None:
+        """Parse ``src`` into ``graph``; None, or (what, the line to log) on failure."""
+        fp = None
+        try:
             dr, fp = open_reader(src, what)
             with gc_paused():
                 parse(dr, graph, self)
         except ModelFormatError as e:
-            log.error("%s: %s", what, e)
+            return what, str(e)
         except OSError as e:
-            log.error("%s: cannot open %r: %s", what, src, e)
+            return what, f"cannot open {src!r}: {e}"
         except Exception as e:  # noqa: BLE001 - a loader never raises
-            log.error("%s: unexpected %s: %s", what, type(e).__name__, e)
-        else:
-            self._install(graph)
-            return 0
+            return what, f"unexpected {type(e).__name__}: {e}"
         finally:
             if fp is not None:
                 fp.close()
+        return None
+
+    def _load_failed(self, graph: Graph, error: tuple[str, str]) -> int:
+        log.error("%s: %s", *error)
         # layers made before the failure still go back to their custom destroyers
         self._view.layers, self._entries = graph.layers, graph.entries
         self.clear()
