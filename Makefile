@@ -24,6 +24,7 @@ native:
 	$(PY) -m ncnn_c._native.build_hash
 	$(PY) -m ncnn_c._native.build_cpu
 	$(PY) -m ncnn_c._native.build_plan
+	$(PY) -m ncnn_c._native.build_int8
 
 capi:
 	$(PY) -m ncnn_c.capi --build
