@@ -224,6 +224,10 @@ class NativePlan:
         self._ops = ops
         self._consts: dict[int, np.ndarray] = consts or {}
         self._keep: list = []  # weights and constant memories the primitives read
+        # constants' arrays while the plan is built: kept after it only where a step reads
+        # them (weights a primitive wants in another layout live on as that copy alone)
+        self._const_arrays: list[tuple[object, np.ndarray]] = []  # (memory, its array)
+        self._stepped: set[int] = set()  # ids of the memories the steps read or write
         self._values: dict[int, Value] = {}
         self._all_values: list[Value] = []
         self.segments: list[Segment] = []
@@ -298,6 +302,8 @@ class NativePlan:
             self._export(seg, b)
         self.segments.append(seg)
         self._place()
+        self._keep += [a for mem, a in self._const_arrays if id(mem) in self._stepped]
+        self._const_arrays, self._stepped = [], set()
         for s in self.segments:
             if s.steps is not None:
                 s.steps.seal()
@@ -364,9 +370,9 @@ class NativePlan:
         a = np.ascontiguousarray(arr, dtype=np.float32)
         if a.size != int(np.prod(dims)):
             raise Unsupported("constant size")
-        self._keep.append(a)
         plain = self.dnnl.md(dims, PLAIN[len(dims)])
         mem, addr = self.dnnl.memory(plain, a.ctypes.data), a.ctypes.data
+        self._const_arrays.append((mem, a))
         if md is not None and md != plain:
             mem, addr = self.prepack_at(mem, md)
         v = Value(mem.md, shape, -1)
@@ -375,6 +381,7 @@ class NativePlan:
 
     def add(self, seg: Segment, prim, args) -> None:
         seg.steps.add(prim, args)
+        self._stepped.update(id(mem) for _, mem in args)
         self.step += 1
 
     def reorder(self, seg: Segment, src, dst: Value) -> None:
@@ -413,8 +420,9 @@ class NativePlan:
 
     def const(self, arr: np.ndarray, dims, tag: str):
         a = np.ascontiguousarray(arr, dtype=np.float32)
-        self._keep.append(a)
-        return self.dnnl.memory(self.dnnl.md(dims, tag), a.ctypes.data)
+        mem = self.dnnl.memory(self.dnnl.md(dims, tag), a.ctypes.data)
+        self._const_arrays.append((mem, a))
+        return mem
 
     def prepack(self, src_mem, md):
         """A constant (weights) reordered once into the layout ``md`` a primitive wants."""
