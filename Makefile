@@ -25,6 +25,7 @@ native:
 	$(PY) -m ncnn_c._native.build_cpu
 	$(PY) -m ncnn_c._native.build_plan
 	$(PY) -m ncnn_c._native.build_int8
+	$(PY) -m ncnn_c._native.build_winograd
 
 capi:
 	$(PY) -m ncnn_c.capi --build

@@ -22,6 +22,7 @@ from ..plan import (
     no_reference,
     skipped_types,
 )
+from . import winograd
 from .eltwise import affine_coeffs, binary_broadcast, eltwise_combine, residual_add, standalone_activation
 from .shape import made_padding
 
@@ -145,6 +146,14 @@ def bind_posts(plan: NativePlan, seg: Segment, operands) -> list:
 
 def weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: str):
     """(weights memory, bias memory or None) with the folded affine layers applied."""
+    weight, bias = folded_weights(layer, wdims, scale, shift, oc)
+    wmem = plan.const(weight, wdims, wtag)
+    bmem = plan.const(bias, (oc,), "a") if bias is not None else None
+    return wmem, bmem
+
+
+def folded_weights(layer, wdims, scale, shift, oc: int):
+    """(weights of ``wdims``, bias or None) as arrays, the folded affine layers applied."""
     weight = np.asarray(layer.weight_data.numpy(), np.float32)
     if weight.size != int(np.prod(wdims)):
         raise Unsupported("weight size")
@@ -155,9 +164,7 @@ def weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: str):
         lead = (oc,) if len(wdims) == 4 or len(wdims) == 2 or layer.type == "InnerProduct" else wdims[:2]
         weight = weight * scale.reshape(lead + (1,) * (len(wdims) - len(lead)))
         bias = shift if bias is None else bias * scale + shift
-    wmem = plan.const(weight, wdims, wtag)
-    bmem = plan.const(bias, (oc,), "a") if bias is not None else None
-    return wmem, bmem
+    return weight, bias
 
 
 def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> None:
@@ -206,6 +213,13 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
         t, b, l, r = t + extra[0], b + extra[1], l + extra[2], r + extra[3]
         pad_l, pad_r = (t, l), (b, r)
         _, w, h, _, c, _, _ = plan.shape(bottom)
+        # Winograd where it wins (ops/winograd.py), else the direct kernel below
+        act = layer.activation_type
+        acts = [activation_op(act, getattr(layer, "activation_params", None))] if act else []
+        geometry = (c, h, w, oc, oh, ow, t, l)
+        folded = functools.partial(folded_weights, layer, wdims, scale, shift, oc)
+        if winograd.convolution(plan, layer, seg, bottom, geometry, folded, acts + post):
+            return
     wmem, bmem = weights(plan, layer, wdims, scale, shift, oc, wtag)
     own = []
     if layer.activation_type:

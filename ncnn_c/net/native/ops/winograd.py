@@ -1,0 +1,246 @@
+"""Winograd F(6,3) / F(4,3) for the 3x3 stride-1 convolutions of the native plan.
+
+oneDNN 3.2 has no fp32 Winograd on x86 (``dnnl_convolution_winograd`` is unimplemented,
+``auto`` picks the direct kernel), and ncnn runs VGG's and YOLO's 3x3 layers through
+Winograd F(6,3). Here a convolution becomes three steps: the input transform
+(``_native/winograd.c``, a plan.c kernel) from oneDNN's blocked layout into the n*n
+GEMM inputs V[n*n][tiles][K], oneDNN's batched matmul against the transformed weights
+U[n*n][K][N] (transformed in float64 and prepacked once, when the plan is built) and the
+output transform with bias and the activation back into the blocked layout. A residual add
+after the convolution keeps the direct kernel (it has the add as a post-op); activations
+other than ReLU / leaky ReLU / Clip run as one eltwise primitive after the output transform.
+
+Which form a layer takes (``choose``) is a rule measured on the benchmark networks' layers
+(docs/decisions.md): F(6,3) where there are enough tiles, F(4,3) on small planes, direct
+below 16 channels. ``NCNN_C_WINOGRAD=0`` keeps every layer direct, ``=63`` / ``=43``
+forces that form on every layer it can take (tests, measurements). A plan records each
+choice: ``forms(plan)`` is {layer name: "winograd63" | "winograd43" | "direct"}.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import weakref
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from ..plan import NativePlan, Segment, dnnl_module, no_reference
+
+log = logging.getLogger("ncnn_c")
+
+# the activation layouts the transforms read and write: channels per block of the blocked
+# ones; nhwc ("acdb", oneDNN's brgconv on AVX-512) takes the kernels' best width
+LANES = {"aBcd16b": 16, "aBcd8b": 8, "acdb": 0}
+
+_F = Fraction
+# G of F(m,3) over the points 0, +-1, +-2, +-1/2 (F(6,3)) / 0, +-1, +-2 (F(4,3)) and
+# infinity, scaled to go with the integer-friendly B^T and A^T written out in winograd_kernels.h
+G = {
+    6: [
+        [_F(1), _F(0), _F(0)],
+        [_F(-2, 9), _F(-2, 9), _F(-2, 9)],
+        [_F(-2, 9), _F(2, 9), _F(-2, 9)],
+        [_F(1, 90), _F(1, 45), _F(2, 45)],
+        [_F(1, 90), _F(-1, 45), _F(2, 45)],
+        [_F(1, 45), _F(1, 90), _F(1, 180)],
+        [_F(1, 45), _F(-1, 90), _F(1, 180)],
+        [_F(0), _F(0), _F(1)],
+    ],
+    4: [
+        [_F(1, 4), _F(0), _F(0)],
+        [_F(-1, 6), _F(-1, 6), _F(-1, 6)],
+        [_F(-1, 6), _F(1, 6), _F(-1, 6)],
+        [_F(1, 24), _F(1, 12), _F(1, 6)],
+        [_F(1, 24), _F(-1, 12), _F(1, 6)],
+        [_F(0), _F(0), _F(1)],
+    ],
+}
+
+
+def transform_weights(weight: np.ndarray, m: int) -> np.ndarray:
+    """U = G g G^T of each (output, input) 3x3 kernel of ``weight`` (oc, c, 3, 3), in float64:
+    (n*n, c, oc) float32, position a*n + k for row a, column k of the n x n tile."""
+    g = np.array(G[m], np.float64)
+    n = m + 2
+    w = np.asarray(weight, np.float64)
+    t = np.tensordot(g, w, axes=([1], [2]))  # (n, oc, c, 3)
+    u = np.tensordot(t, g, axes=([3], [1]))  # (n, oc, c, n)
+    return np.ascontiguousarray(u.transpose(0, 3, 2, 1).reshape(n * n, w.shape[1], w.shape[0]), np.float32)
+
+
+_mod = None
+_forms: weakref.WeakKeyDictionary[NativePlan, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def forms(plan: NativePlan) -> dict[str, str]:
+    """How each 3x3 stride-1 convolution of ``plan`` runs: {layer name: "winograd63" |
+    "winograd43" | "direct"}."""
+    return _forms.setdefault(plan, {})
+
+
+def kernels():
+    """The ``_winograd`` extension (``.ffi``, ``.lib``), or None when it was not built."""
+    global _mod
+    if _mod is None:
+        try:
+            _mod = importlib.import_module("ncnn_c._native._winograd")
+        except ImportError as e:
+            log.info("native plan: no Winograd convolutions (python -m ncnn_c._native.build_winograd): %s", e)
+            _mod = False
+    return _mod or None
+
+
+def forced() -> int | None:
+    """``NCNN_C_WINOGRAD``: 0 (never), 63 / 43 (that form wherever possible), None (the rule)."""
+    v = os.environ.get("NCNN_C_WINOGRAD", "").strip()
+    return {"0": 0, "63": 6, "43": 4}.get(v) if v else None
+
+
+def choose(c: int, oc: int, oh: int, ow: int) -> int:
+    """The output tile of the Winograd form for a 3x3 stride-1 layer (6, 4), or 0 (direct)."""
+    if c < 16 or oc < 16:
+        return 0
+    tiles6 = -(-oh // 6) * -(-ow // 6)
+    return 6 if tiles6 >= 16 else 4
+
+
+# V + M of a chunk (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
+# above which one pass over all tiles is faster (measured: docs/decisions.md)
+CHUNK_BYTES = 2 << 20
+CHUNK_MIN = 16
+CHUNK_WEIGHTS = 4 << 20
+
+
+def chunk_tiles(tiles: int, kp: int, np_: int, n: int) -> int:
+    """Tiles per chunk: V and M of a chunk should stay in cache between the steps, unless
+    the weights are the larger part (their reads repeat per chunk).
+    ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
+    v = os.environ.get("NCNN_C_WINOGRAD_CHUNK", "").strip()
+    if v:
+        return int(v) or tiles
+    if n * n * kp * np_ * 4 > CHUNK_WEIGHTS:
+        return tiles
+    return max(CHUNK_MIN, min(tiles, CHUNK_BYTES // (n * n * (kp + np_) * 4)))
+
+
+# the activations the output transform applies: (ncnnc_wino.act, a0, a1)
+_FUSED = {"relu": lambda a, b: (1, a, 0.0), "clip_v2": lambda a, b: (2, a, b)}
+
+
+def convolution(
+    plan: NativePlan,
+    layer,
+    seg: Segment,
+    bottom: int,
+    geometry: tuple,
+    folded: Callable[[], tuple],
+    acts: list,
+) -> bool:
+    """Add the convolution ``layer`` reading ``bottom`` as Winograd steps if it is 3x3,
+    stride 1, ungrouped and the rule (or ``NCNN_C_WINOGRAD``) picks it: True when added,
+    False when the direct kernel should run. ``geometry`` = (c, h, w, oc, oh, ow, pad_top,
+    pad_left); ``folded()`` gives the weights (oc, c, 3, 3) and bias (oc,) or None with the
+    folded layers applied; ``acts`` the eltwise ops after it (a binary post-op makes it
+    decline)."""
+    c, h, w, oc, oh, ow, pad_t, pad_l = geometry
+    taps = [
+        getattr(layer, k)
+        for k in ("kernel_w", "kernel_h", "stride_w", "stride_h", "dilation_w", "dilation_h")
+    ]
+    if taps != [3, 3, 1, 1, 1, 1] or layer.group_count() != 1 or any(len(a) != 3 for a in acts):
+        return False
+    force = forced()
+    m = choose(c, oc, oh, ow) if force is None else force
+    chosen = forms(plan)
+    mod = kernels()
+    if not m or mod is None:
+        chosen[layer.name] = "direct"
+        return False
+    d, dn = dnnl_module(), plan.dnnl
+    sdims, odims = (1, c, h, w), (1, oc, oh, ow)
+    # the layout the direct kernel would read and write: the one the layers around it use
+    probe = dn.convolution(
+        dn.md(sdims, "any"), dn.md((oc, c, 3, 3), "any"), None, dn.md(odims, "any"),
+        (1, 1), (0, 0), (pad_t, pad_l), (oh + 2 - h - pad_t, ow + 2 - w - pad_l),
+    )  # fmt: skip
+    tag = plan.tag_of(probe.md("src", sdims))
+    if tag not in LANES or plan.tag_of(probe.md("dst", odims)) != tag:
+        chosen[layer.name] = "direct"
+        return False
+    lanes = LANES[tag] or mod.lib.ncnnc_wino_lanes()
+    weight, bias = folded()
+    n = m + 2
+    tiles_w, tiles_h = -(-ow // m), -(-oh // m)
+    tiles = tiles_w * tiles_h
+    kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
+    u = np.zeros((n * n, kp, np_), np.float32)
+    u[:, :c, :oc] = transform_weights(weight, m)
+    bias_p = np.zeros(np_, np.float32)
+    if bias is not None:
+        bias_p[:oc] = bias
+    fused = (0, 0.0, 0.0)
+    rest = list(acts)
+    if rest and rest[0][0] in _FUSED:
+        alg, a0, a1 = rest.pop(0)
+        fused = _FUSED[alg](a0, a1)
+
+    ffi = mod.ffi
+    nhwc = tag == "acdb"
+    chunk = chunk_tiles(tiles, kp, np_, n)
+    chunks = -(-tiles // chunk)
+    chunk = -(-tiles // chunks)  # the last one padded by fewer tiles (they read zeros, write nothing)
+    base = dict(
+        m=m, lanes=lanes, c=c, h=h, w=w, kp=kp, oc=oc, oh=oh, ow=ow, np=np_, pad_t=pad_t, pad_l=pad_l,
+        sb=lanes if nhwc else h * w * lanes, sp=c if nhwc else lanes,
+        db=lanes if nhwc else oh * ow * lanes, dp=oc if nhwc else lanes, zero_pad=int(not nhwc),
+        tiles_w=tiles_w, tiles=chunk, act=fused[0], a0=fused[1], a1=fused[2],
+        bias=ffi.cast("const float *", bias_p.ctypes.data),
+    )  # fmt: skip
+
+    def kernel(name: str, tile0: int, keep=()):
+        ctx = ffi.new("ncnnc_wino *", {**base, "tile0": tile0})
+        fn = int(ffi.cast("uintptr_t", ffi.addressof(mod.lib, name)))
+        return d.Kernel(fn, int(ffi.cast("uintptr_t", ctx)), (ctx, bias_p, *keep))
+
+    vmd = dn.md((n * n, chunk, kp), "abc")
+    mmd = dn.md((n * n, chunk, np_), "abc")
+    mm = dn.matmul(vmd, dn.md((n * n, kp, np_), "any"), mmd)
+    no_reference(mm)
+    umd = mm.md("weights", (n * n, kp, np_))
+    plain = dn.memory(dn.md((n * n, kp, np_), "abc"), u.ctypes.data)
+    upacked = plan.prepack(plain, umd)
+    keep_u = (u,) if upacked is plain else ()  # else the packed copy is all the plan keeps
+    matmul = mm.primitive()
+
+    want = dn.md(sdims, tag)
+    src = plan.as_dims(seg, plan.value(seg, bottom, want), sdims)
+    src = plan.as_md(seg, src, want)
+    top_shape = plan.shape(layer.tops[0])
+    # V and M are one chunk's, reused by every chunk; src is read and the result written
+    # chunk by chunk, so all of them live from the first step to the last
+    v = plan.new_value(vmd, top_shape)
+    mv = plan.new_value(mmd, top_shape)
+    raw = plan.new_value(dn.md(odims, tag), top_shape) if rest else plan.top(layer, dn.md(odims, tag))
+    for i in range(chunks):
+        src.last = plan.step
+        plan.add(
+            seg, kernel("ncnnc_wino_input", i * chunk), [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(v))]
+        )
+        v.last = plan.step
+        plan.add(seg, matmul, [(d.ARG_SRC, plan.mem(v)), (d.ARG_WEIGHTS, upacked), (d.ARG_DST, plan.mem(mv))])
+        mv.last = plan.step
+        out = kernel("ncnnc_wino_output", i * chunk, keep_u)
+        plan.add(seg, out, [(d.ARG_SRC, plan.mem(mv)), (d.ARG_DST, plan.mem(raw))])
+    if rest:
+        alg, a0, a1 = rest[0]
+        plan.run1(seg, dn.eltwise(alg, raw.md, raw.md, a0, a1, rest[1:]), raw, plan.top(layer, raw.md))
+    chosen[layer.name] = f"winograd{m}3"
+    log.debug(
+        "native plan: %r as Winograd F(%d,3): %d -> %d channels, %d tiles in %d chunks",
+        layer.name, m, c, oc, tiles, chunks,
+    )  # fmt: skip
+    return True
