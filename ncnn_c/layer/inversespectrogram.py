@@ -4,8 +4,8 @@ Input (freqs, frames, 2): real and imaginary parts, freqs n_fft or n_fft / 2 + 1
 the rest mirrored as conjugates). Each frame is scaled back (``normalized`` 1: sqrt(n_fft),
 2: the window's L2 norm), inverse-transformed, windowed and overlap-added every hoplen
 samples (less n_fft / 2 when ``center``); the sum is divided by the overlapped squared
-window. returns 0 gives (outsize, 2) complex, 1 the real part, 2 the imaginary part. Window
-and params as Spectrogram's (spectrogram.py).
+window where that is not 0 (as ncnn). returns 0 gives (outsize, 2) complex, 1 the real
+part, 2 the imaginary part. Window and params as Spectrogram's (spectrogram.py).
 """
 
 from __future__ import annotations
@@ -50,21 +50,28 @@ class InverseSpectrogram(Layer):
         self._window = stft_window(self)
         return 0 if self._window is not None else -1
 
+    def accepts(self, bottom) -> bool:
+        """Whether ``bottom`` (a Mat or a VkMat) is a (freqs, frames, 2) elempack 1 blob with
+        freqs n_fft or n_fft / 2 + 1; logs if not."""
+        n_fft, half = self.n_fft, self.n_fft // 2 + 1
+        if bottom.dims == 3 and bottom.elempack == 1 and bottom.w == 2 and bottom.c in (n_fft, half):
+            return True
+        log.error(
+            "InverseSpectrogram %r: needs a (freqs, frames, 2) blob with freqs %d or %d, got dims %d (%dx%dx%d)",
+            self.name, n_fft, half, bottom.dims, bottom.w, bottom.h, bottom.c,
+        )  # fmt: skip
+        return False
+
+    def output_size(self, frames: int) -> int:
+        """Samples out of ``frames`` frames: the overlap-add span, less n_fft / 2 at each end
+        when ``center``."""
+        return (frames - 1) * self.hoplen + (self.n_fft % 2 if self.center else self.n_fft)
+
     def forward(self, bottom, top, opt) -> int:
         assert self._window is not None
         n_fft, hop = self.n_fft, self.hoplen
         half = n_fft // 2 + 1
-        if bottom.dims != 3 or bottom.elempack != 1 or bottom.w != 2 or bottom.c not in (n_fft, half):
-            log.error(
-                "InverseSpectrogram %r: needs a (freqs, frames, 2) blob with freqs %d or %d, got dims %d (%dx%dx%d)",
-                self.name,
-                n_fft,
-                half,
-                bottom.dims,
-                bottom.w,
-                bottom.h,
-                bottom.c,
-            )
+        if not self.accepts(bottom):
             return -1
         x = np.asarray(bottom.tensor(), dtype=np.float32)
         re, im = x[..., 0], x[..., 1]
@@ -82,7 +89,7 @@ class InverseSpectrogram(Layer):
         # (n_fft samples, frames)
         out_re = ((cos @ re64 - sin @ im64).astype(np.float32) / np.float32(n_fft)) * self._window[:, None]
         out_im = ((sin @ re64 + cos @ im64).astype(np.float32) / np.float32(n_fft)) * self._window[:, None]
-        outsize = (frames - 1) * hop + (n_fft % 2 if self.center else n_fft)
+        outsize = self.output_size(frames)
         shift = n_fft // 2 if self.center else 0
         acc_re = np.zeros(outsize + n_fft, np.float32)
         acc_im = np.zeros(outsize + n_fft, np.float32)
@@ -94,9 +101,12 @@ class InverseSpectrogram(Layer):
             acc_re[idx[ok]] += out_re[ok, j]
             acc_im[idx[ok]] += out_im[ok, j]
             wsum[idx[ok]] += square[ok]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            acc_re = acc_re[:outsize] / wsum[:outsize]
-            acc_im = acc_im[:outsize] / wsum[:outsize]
+        # samples no window weight reaches keep their (zero) sums, as ncnn's
+        wsum = wsum[:outsize]
+        covered = wsum != 0
+        acc_re, acc_im = acc_re[:outsize], acc_im[:outsize]
+        acc_re[covered] /= wsum[covered]
+        acc_im[covered] /= wsum[covered]
         out = (
             np.stack([acc_re, acc_im], axis=-1)
             if self.returns == 0

@@ -119,29 +119,40 @@ class Spectrogram(Layer):
         self._window = stft_window(self)
         return 0 if self._window is not None else -1
 
+    def frame_count(self, size: int) -> int | None:
+        """The frames of a ``size``-sample signal (padded by n_fft / 2 each side when
+        ``center``); None, logged, when it cannot reflect the padding or holds no frame."""
+        n_fft = self.n_fft
+        padded = size + (n_fft // 2) * 2 if self.center else size
+        if self.center and self.pad_type == 2 and size <= n_fft // 2:
+            log.error(
+                "Spectrogram %r: a %d-sample signal cannot reflect %d samples", self.name, size, n_fft // 2
+            )
+            return None
+        if padded < n_fft:
+            log.error("Spectrogram %r: %d samples are fewer than n_fft %d", self.name, padded, n_fft)
+            return None
+        return (padded - n_fft) // self.hoplen + 1
+
+    def freq_count(self) -> int:
+        """Output rows: the n_fft / 2 + 1 non-negative frequencies when ``onesided``."""
+        return self.n_fft // 2 + 1 if self.onesided else self.n_fft
+
     def forward(self, bottom, top, opt) -> int:
         if bottom.dims != 1 or bottom.elempack != 1:
             log.error("Spectrogram %r: needs a 1-D fp32 blob, got dims %d", self.name, bottom.dims)
             return -1
         assert self._window is not None
         x = np.asarray(bottom.tensor(), dtype=np.float32).reshape(-1)
-        n_fft, hop = self.n_fft, self.hoplen
-        if self.center:
-            half = n_fft // 2
-            modes: tuple[Literal["constant", "edge", "reflect"], ...] = ("constant", "edge", "reflect")
-            mode = modes[self.pad_type]
-            if mode == "reflect" and x.size <= half:
-                log.error(
-                    "Spectrogram %r: a %d-sample signal cannot reflect %d samples", self.name, x.size, half
-                )
-                return -1
-            x = np.pad(x, (half, half), mode=mode)
-        if x.size < n_fft:
-            log.error("Spectrogram %r: %d samples are fewer than n_fft %d", self.name, x.size, n_fft)
+        n_fft = self.n_fft
+        frames = self.frame_count(x.size)
+        if frames is None:
             return -1
-        frames = (x.size - n_fft) // hop + 1
+        if self.center:
+            modes: tuple[Literal["constant", "edge", "reflect"], ...] = ("constant", "edge", "reflect")
+            x = np.pad(x, (n_fft // 2, n_fft // 2), mode=modes[self.pad_type])
         freqs_half = n_fft // 2 + 1
-        segments = np.lib.stride_tricks.sliding_window_view(x, n_fft)[::hop][:frames]
+        segments = np.lib.stride_tricks.sliding_window_view(x, n_fft)[:: self.hoplen][:frames]
         v = (segments * self._window).astype(np.float64)
         angles = dft_angles(n_fft, freqs_half)
         re = (np.cos(angles) @ v.T).astype(np.float32)
