@@ -638,18 +638,20 @@ def has_vulkan_form(layer_type: str) -> bool:
     return importlib.util.find_spec(f"ncnn_c.layer.vulkan.{layer_type.lower()}_vulkan") is not None
 
 
-def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True) -> list:
+def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True, slow_gpu: bool = False) -> list:
     """pytest params for ``backend``: "cpu", then the GPU ones (``grid``: names of GPU_GRID,
-    default all of them) marked ``gpu``."""
+    default all of them) marked ``gpu``, and ``slow`` too with ``slow_gpu`` (a long sweep whose
+    CPU runs are quick but whose GPU runs belong to the slow job)."""
     import pytest
 
     out = [pytest.param(CPU_BACKEND, id=CPU_BACKEND)] if cpu else []
+    marks = [pytest.mark.gpu, pytest.mark.slow] if slow_gpu else [pytest.mark.gpu]
     if gpu:
         if has_vulkan_form(layer_type):
             names = list(GPU_GRID) if grid is None else list(grid)
-            out += [pytest.param(f"vk-{n}", id=f"vk-{n}", marks=pytest.mark.gpu) for n in names]
+            out += [pytest.param(f"vk-{n}", id=f"vk-{n}", marks=marks) for n in names]
         else:
-            out.append(pytest.param(VK_CPU_BACKEND, id=VK_CPU_BACKEND, marks=pytest.mark.gpu))
+            out.append(pytest.param(VK_CPU_BACKEND, id=VK_CPU_BACKEND, marks=marks))
     return out
 
 

@@ -1,5 +1,6 @@
-"""Concat against the oracle: every axis (negative too) of 1-4 D blobs with 1-3 parts of odd
-sizes, 1-D blobs with any axis, and blobs that do not fit together."""
+"""Concat against the PyPI ncnn: every axis (negative too) of 1-4 D blobs with 1-3 parts of odd
+sizes, packed and unpacked parts mixed (the GPU unpacks first), 1-D blobs with any axis, and
+blobs that do not fit together. One case list, every backend (oracle.backends)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,40 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, randn, rng, run_layer
+from oracle import SPOT_GRID, backends, check, randn, rng, run_layer
 
-SHAPES = [(5,), (7, 13), (3, 7, 13), (2, 3, 5, 7), (1, 1, 1), (4, 1, 6, 6)]
+SHAPES = [(5,), (7, 13), (3, 7, 13), (2, 3, 5, 7), (1, 1, 1), (4, 1, 6, 6), (11,), (6, 9), (3, 5, 7)]
+# every axis x part sizes: the long sweep, on the GPU grid's two ends
+SWEEP = [
+    (shape, axis, sizes)
+    for shape in SHAPES
+    for axis in range(-len(shape), len(shape))
+    for sizes in [(3, 5), (1, 2, 6), (4,)]
+]
+# (part shapes, axis): the full grid
+CASES = [
+    ([(8,), (4,)], 0),
+    ([(3,), (5,)], 0),
+    ([(8, 5), (4, 5)], 0),
+    ([(8, 5), (8, 3)], 1),
+    ([(8, 5, 7), (4, 5, 7)], 0),
+    ([(3, 5, 7), (5, 5, 7)], 0),
+    ([(8, 5, 7), (8, 2, 7)], 1),
+    ([(8, 5, 7), (8, 5, 3)], 2),
+    ([(4, 2, 3, 5), (4, 1, 3, 5)], 1),
+    ([(4, 2, 3, 5), (8, 2, 3, 5)], 0),
+    # one packed input and one not: unpacked first
+    ([(8, 5, 7), (3, 5, 7)], 0),
+    ([(8, 5), (3, 5)], 0),
+    ([(3, 5, 7), (8, 5, 7), (4, 5, 7)], 0),
+    ([(2, 5, 7), (3, 5, 7)], 0),  # the SqueezeNet milestone's net case
+    # three parts of 1, 3 and 5 along every axis of every rank
+    *[
+        ([tuple(n if i == axis % d else s for i, s in enumerate(base)) for n in (3, 1, 5)], axis)
+        for d, base in ((1, (37,)), (2, (6, 11)), (3, (5, 7, 9)), (4, (3, 4, 5, 7)))
+        for axis in range(-d, d)
+    ],
+]
 
 
 def _parts(shape, axis, sizes, key):
@@ -22,26 +54,47 @@ def _parts(shape, axis, sizes, key):
     return parts
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_every_axis(shape):
-    dims = len(shape)
-    for axis in range(-dims, dims):
-        for sizes in [(3, 5), (1, 2, 6), (4,)]:
-            parts = _parts(shape, axis % dims, sizes, "")
-            check_layer("Concat", {0: axis}, [], parts, tol=0)
+@pytest.mark.parametrize("shapes,axis", CASES, ids=str)
+@pytest.mark.parametrize("backend", backends("Concat"))
+def test_concat(shapes, axis, backend):
+    inputs = [randn(rng("concat", s, i), s) for i, s in enumerate(shapes)]
+    check(backend, "Concat", {0: axis}, [], inputs, tol=0.0, tol_fp32=0.0)
 
 
-def test_default_axis_and_big():
-    g = rng("concat-big")
-    check_layer("Concat", {}, [], [randn(g, (64, 56, 56)), randn(g, (64, 56, 56))], tol=0)
-    check_layer("Concat", {0: 1}, [], [randn(g, (3, 227, 227)), randn(g, (3, 1, 227))], tol=0)
+@pytest.mark.parametrize("shape,axis,sizes", SWEEP, ids=str)
+@pytest.mark.parametrize("backend", backends("Concat", grid=SPOT_GRID))
+def test_every_axis(shape, axis, sizes, backend):
+    parts = _parts(shape, axis % len(shape), sizes, "")
+    check(backend, "Concat", {0: axis}, [], parts, tol=0.0, tol_fp32=0.0)
 
 
-def test_1d_ignores_axis():
+@pytest.mark.parametrize(
+    "shapes,axis", [([(64, 56, 56), (64, 56, 56)], None), ([(3, 227, 227), (3, 1, 227)], 1)], ids=str
+)
+@pytest.mark.parametrize("backend", backends("Concat", grid=SPOT_GRID))
+def test_default_axis_and_big(shapes, axis, backend):
+    g = rng("concat-big", axis)
+    params = {} if axis is None else {0: axis}
+    check(backend, "Concat", params, [], [randn(g, s) for s in shapes], tol=0.0, tol_fp32=0.0)
+
+
+# Concat_vulkan rejects an axis past a 1-D blob's rank ("cannot join") where ncnn and the CPU
+# layer ignore it: a known gap of the GPU layer, strict so the fix shows up here
+GPU_1D_AXIS_GAP = pytest.mark.xfail(strict=True, reason="Concat_vulkan rejects axis != 0 on 1-D blobs")
+
+
+@pytest.mark.parametrize("axis", [1, 2, -2, -3])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        b if b.id == "cpu" else pytest.param(*b.values, id=b.id, marks=[*b.marks, GPU_1D_AXIS_GAP])
+        for b in backends("Concat", grid=SPOT_GRID)
+    ],
+)
+def test_1d_ignores_axis(axis, backend):
     """ncnn joins 1-D blobs end to end whatever the axis."""
     parts = _parts((5,), 0, (3, 7), "1d")
-    for axis in (1, 2, -2, -3):
-        check_layer("Concat", {0: axis}, [], parts, tol=0)
+    check(backend, "Concat", {0: axis}, [], parts, tol=0.0, tol_fp32=0.0)
 
 
 def test_writes_the_parts_in_order():
@@ -66,3 +119,10 @@ def test_mismatch_fails(shapes, axis, text, caplog):
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):
         ret, _ = run_layer("Concat", {0: axis}, [], [np.ones(s, np.float32) for s in shapes])
     assert ret != 0 and text in caplog.text
+
+
+def test_flags():
+    from ncnn_c.layer import create_layer_cpu
+
+    layer = create_layer_cpu("Concat")
+    assert type(layer).__name__ == "Concat" and not layer.one_blob_only and not layer.support_inplace

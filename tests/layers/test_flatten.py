@@ -1,15 +1,20 @@
-"""Flatten against the oracle over every input rank (bit-exact copies)."""
+"""Flatten against the PyPI ncnn over every input rank (bit-exact copies), packed and unpacked
+channel counts; one case list on every backend (oracle.backends)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, default_option, randn, rng, run_layer
+from oracle import SHAPES_ALL, backends, check, default_option, randn, rng, run_layer
+
+SHAPES = SHAPES_ALL + [(8, 5, 7), (4, 2, 3, 5), (3, 3, 1, 1)]
 
 
-@pytest.mark.parametrize("shape", SHAPES_ALL)
-def test_flatten(shape):
-    check_layer("Flatten", {}, [], [randn(rng("flatten", shape), shape)], tol=0)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("backend", backends("Flatten"))
+def test_flatten(shape, backend):
+    # a pure copy: fp32 results are bit-exact
+    check(backend, "Flatten", {}, [], [randn(rng("flatten", shape), shape)], tol=0.0, tol_fp32=0.0)
 
 
 def test_flatten_padded_channels():
