@@ -49,7 +49,8 @@ import numpy as np
 if TYPE_CHECKING:
     from ..gpu.device import VulkanDevice
 
-log = logging.getLogger("ncnn_c")
+# not "log": importing the Log layer (layer/log.py) sets this package's attribute "log"
+_log = logging.getLogger("ncnn_c")
 
 # ncnn's layer type indexes (binary .param files store these numbers). Order matters.
 LAYER_TYPES = (
@@ -87,12 +88,28 @@ class Param(NamedTuple):
     ``kind`` is inferred from the default (int or float) unless given: ``"ints"`` and
     ``"floats"`` are array params (numpy int32 / float32, empty when absent). A ``str``
     default is the name of an earlier param whose loaded value becomes the default.
+    ``valid``: the values a scalar param may take (a ``range`` or a tuple; None: any), checked
+    at load_param for every layer by the table (an unknown op type, a negative size).
     """
 
     id: int
     name: str
     default: Any = 0
     kind: str = ""
+    valid: range | tuple | None = None
+
+
+# ``Param.valid`` of the common cases
+POSITIVE = range(1, 1 << 31)
+NON_NEGATIVE = range(0, 1 << 31)
+
+
+def _show_valid(valid: range | tuple) -> str:
+    if isinstance(valid, range) and valid.step == 1:
+        if valid.stop >= 1 << 31:
+            return f">= {valid.start}"
+        return f"{valid.start}..{valid.stop - 1}"
+    return "one of " + ", ".join(str(v) for v in valid)
 
 
 def _param_kind(p: Param, table: dict[str, Param]) -> str:
@@ -122,8 +139,9 @@ def read_array_param(pd, pid: int, kind: str) -> np.ndarray:
     return raw.view(np.int32 if kind == "ints" else np.float32).copy()
 
 
-def load_params(layer, pd, params) -> None:
-    """Set one attribute per declared Param from ``pd`` (see Param)."""
+def load_params(layer, pd, params) -> int:
+    """Set one attribute per declared Param from ``pd`` (see Param); -1, logged naming the
+    param id, when a value is outside the param's ``valid`` set."""
     table = {p.name: p for p in params}
     for p in params:
         kind = _param_kind(p, table)
@@ -132,7 +150,59 @@ def load_params(layer, pd, params) -> None:
             continue
         default = getattr(layer, p.default) if isinstance(p.default, str) else p.default
         value = pd.get(p.id, float(default) if kind == "float" else int(default))
-        setattr(layer, p.name, float(value) if kind == "float" else int(value))
+        value = float(value) if kind == "float" else int(value)
+        if p.valid is not None and value not in p.valid:
+            _log.error(
+                "%s %r: %s = %s is out of range (%s)",
+                layer.type or type(layer).__name__, layer.name, param_ref(layer, p.name), value,
+                _show_valid(p.valid),
+            )  # fmt: skip
+            return -1
+        setattr(layer, p.name, value)
+    return 0
+
+
+def param_error(layer, name: str, why: str) -> int:
+    """Log that ``layer``'s param ``name`` cannot work (``why``), naming its id; returns -1."""
+    value = getattr(layer, name, None)
+    shown = f" = {value}" if isinstance(value, (int, float)) else ""
+    _log.error(
+        "%s %r: %s%s %s", layer.type or type(layer).__name__, layer.name, param_ref(layer, name), shown, why
+    )
+    return -1
+
+
+def param_ref(layer, name: str) -> str:
+    """How a log line names one of ``layer``'s params: ``param 9 (activation_type)``."""
+    for p in type(layer).PARAMS:
+        if p.name == name:
+            return f"param {p.id} ({name})"
+    return name
+
+
+def weight_error(layer, mb, message: str) -> None:
+    """Say why ``layer.load_model`` fails. The Net's ModelBin (a reader, with ``error``) carries
+    the reason into the Net's one log line, which names the layer and the byte offset; with any
+    other ModelBin (a user's, ModelBinFromMatArray) it is logged here."""
+    if hasattr(mb, "error"):
+        mb.error = f"{message}: {mb.error}" if mb.error else message
+    else:
+        _log.error("%s %r: %s", layer.type or type(layer).__name__, layer.name, message)
+
+
+def load_weight(layer, mb, what: str, *args):
+    """``mb.load(*args)`` of the weight ncnn calls ``what``; an empty Mat on failure, with the
+    reason naming the weight (weight_error)."""
+    m = mb.load(*args)
+    if m is None or m.empty():
+        count = 1
+        for s in args[:-1]:
+            count *= int(s)
+        weight_error(layer, mb, f"could not load {count} {what} values")
+        from ..mat import Mat
+
+        return Mat()
+    return m
 
 
 class Layer:
@@ -195,8 +265,8 @@ class Layer:
 
     # -- loading ---------------------------------------------------------------------
     def load_param(self, pd) -> int:
-        if self.PARAMS:
-            load_params(self, pd, self.PARAMS)
+        if self.PARAMS and load_params(self, pd, self.PARAMS) != 0:
+            return -1
         return self.check_params()
 
     def check_params(self) -> int:

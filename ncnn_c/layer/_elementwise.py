@@ -17,7 +17,7 @@ import logging
 
 import numpy as np
 
-from . import Layer
+from . import Layer, load_weight, weight_error
 
 log = logging.getLogger("ncnn_c")
 
@@ -168,12 +168,15 @@ def per_axis0(layer, m, values: np.ndarray, what: str) -> np.ndarray | None:
 
 
 def load_vector(layer, mb, n: int, what: str) -> np.ndarray | None:
-    """``n`` raw fp32 weights (``mb.load(n, 1)``) as a float32 array; None (logged) on failure."""
+    """``n`` raw fp32 weights (``mb.load(n, 1)``) as a float32 array; None on failure, the
+    reason naming ``what`` (weight_error)."""
     if n < 1:
-        log.error("%s %r: %s size %d must be positive", layer.type, layer.name, what, n)
+        weight_error(layer, mb, f"{what} size {n} must be positive")
         return None
-    m = mb.load(n, 1)
-    if m.empty() or m.tensor().size < n:
-        log.error("%s %r: could not load %d %s values", layer.type, layer.name, n, what)
+    m = load_weight(layer, mb, what, n, 1)
+    if m.empty():
+        return None
+    if m.tensor().size < n:
+        weight_error(layer, mb, f"could not load {n} {what} values ({m.tensor().size} given)")
         return None
     return np.array(flat_view(m.tensor())[:n], dtype=np.float32)

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param, workspace
+from . import Layer, Param, load_weight, workspace
 
 log = logging.getLogger("ncnn_c")
 
@@ -193,11 +193,11 @@ class WeightBias(Layer):
     def load_model(self, mb) -> int:
         if getattr(self, "dynamic_weight", 0):
             return 0
-        self.weight_data = mb.load(self.weight_data_size, 0)
+        self.weight_data = load_weight(self, mb, "weight_data", self.weight_data_size, 0)
         if self.weight_data.empty():
             return -100
         if self.bias_term:
-            self.bias_data = mb.load(self.num_output, 1)
+            self.bias_data = load_weight(self, mb, "bias_data", self.num_output, 1)
             if self.bias_data.empty():
                 return -100
         if self.load_scales(mb) != 0:

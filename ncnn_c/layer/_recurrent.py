@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, load_weight, weight_error
 from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
@@ -111,26 +111,12 @@ class Recurrent(Layer):
 
     def _load(self, mb, rows: int, cols: int, what: str) -> tuple[Mat, list[np.ndarray]] | None:
         dirs = self.num_directions
-        m = mb.load(cols, rows, dirs, 0)
+        m = load_weight(self, mb, what, cols, rows, dirs, 0)
         if m.empty():
-            log.error(
-                "%s %r: could not load %s (%d values)",
-                type(self).__name__,
-                self.name,
-                what,
-                dirs * rows * cols,
-            )
             return None
         flat = np.ascontiguousarray(m.tensor(), dtype=np.float32).reshape(-1)
         if flat.size != dirs * rows * cols:
-            log.error(
-                "%s %r: %s holds %d values, expected %d",
-                type(self).__name__,
-                self.name,
-                what,
-                flat.size,
-                dirs * rows * cols,
-            )
+            weight_error(self, mb, f"{what} holds {flat.size} values, expected {dirs * rows * cols}")
             return None
         arr = flat.reshape(dirs, rows, cols)
         return m, [arr[d] for d in range(dirs)]

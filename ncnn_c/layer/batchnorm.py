@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Param
+from . import POSITIVE, Param
 from ._elementwise import Elementwise, load_vector, per_axis0
 
 
 class BatchNorm(Elementwise):
-    PARAMS = (Param(0, "channels", 0), Param(1, "eps", 0.0))
+    PARAMS = (Param(0, "channels", 0, valid=POSITIVE), Param(1, "eps", 0.0))
     per_channel = True
 
     def __init__(self) -> None:

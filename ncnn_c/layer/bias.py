@@ -10,14 +10,14 @@ import logging
 
 import numpy as np
 
-from . import Param
+from . import POSITIVE, Param
 from ._elementwise import Elementwise, load_vector
 
 log = logging.getLogger("ncnn_c")
 
 
 class Bias(Elementwise):
-    PARAMS = (Param(0, "bias_data_size", 0),)
+    PARAMS = (Param(0, "bias_data_size", 0, valid=POSITIVE),)
     per_channel = True
 
     def __init__(self) -> None:

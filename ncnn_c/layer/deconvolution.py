@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Param, workspace
+from . import Param, param_error, workspace
 from ._fused_activation import check_activation, fused_activation
 from ._geometry import (
     PAD_SAME_LOWER,
@@ -116,6 +116,9 @@ class Deconvolution(WeightBias):
             return -1
         if self.dynamic_weight:
             return 0
+        for key in ("kernel_w", "kernel_h"):
+            if getattr(self, key) <= 0:
+                return param_error(self, key, "must be positive")
         maxk = self.kernel_w * self.kernel_h
         if maxk <= 0 or self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
             log.error(

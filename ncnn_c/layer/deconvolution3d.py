@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import Param
+from . import Param, param_ref
 from ._fused_activation import check_activation, fused_activation
 from ._geometry import (
     PAD_SAME_LOWER,
@@ -66,14 +66,15 @@ class Deconvolution3D(Window, WeightBias):
         self._bias: np.ndarray | None = None
 
     def _reject(self, key: str, why: str) -> int:
-        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, key, why)
+        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, param_ref(self, key), why)
         return -1
 
     def check_params(self) -> int:
         if check_activation(self) != 0:
             return -1
         for name in ("kernel", "dilation", "stride"):
-            for a, v in zip(self.AXES, self._per_axis(name), strict=True):
+            # w first: the other axes default to it, so a bad w is the param to name
+            for a, v in reversed(list(zip(self.AXES, self._per_axis(name), strict=True))):
                 if v <= 0:
                     return self._reject(f"{name}_{a}", f"must be positive, got {v}")
         for a in self.AXES:

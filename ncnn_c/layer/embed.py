@@ -17,7 +17,7 @@ import logging
 
 import numpy as np
 
-from . import Layer, Param
+from . import Layer, Param, load_weight, weight_error
 from ._elementwise import load_vector
 
 log = logging.getLogger("ncnn_c")
@@ -59,17 +59,16 @@ class Embed(Layer):
         return 0
 
     def load_model(self, mb) -> int:
-        m = mb.load(self.weight_data_size, 0)
-        if m.empty() or m.w * m.h * m.d * m.c < self.weight_data_size:
-            log.error("Embed %r: could not load %d weight_data values", self.name, self.weight_data_size)
+        m = load_weight(self, mb, "weight_data", self.weight_data_size, 0)
+        if m.empty():
             return -100
         table = m.tensor().reshape(-1)[: self.num_output * self.input_dim]
         if self.int8_scale_term and m.elemsize != 1:
             # ncnn would read the fp32 bytes as int8
-            log.error("Embed %r: int8_scale_term needs int8-stored weight_data, got fp32", self.name)
+            weight_error(self, mb, "int8_scale_term (param 18) needs int8-stored weight_data, got fp32")
             return -100
         if not self.int8_scale_term and m.elemsize != 4:
-            log.error("Embed %r: weight_data of elemsize %d without int8_scale_term", self.name, m.elemsize)
+            weight_error(self, mb, f"weight_data of elemsize {m.elemsize} without int8_scale_term (param 18)")
             return -100
         self.bias_data = None
         if self.bias_term:
@@ -77,7 +76,7 @@ class Embed(Layer):
             if self.bias_data is None:
                 return -100
         if self.int8_scale_term:
-            scale = load_vector(self, mb, 1, "int8 scale")
+            scale = load_vector(self, mb, 1, "weight_data_int8_scale")
             if scale is None:
                 return -100
             descale = np.float32(1.0) / scale[0]

@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, load_weight
 from ._elementwise import load_vector
 from ._int8 import float2int8, int8_matmul
 from .deconvolution import flat_weights
@@ -134,16 +134,16 @@ class Gemm(Layer):
     def load_model(self, mb) -> int:
         M, N, K = self.constantM, self.constantN, self.constantK
         if self.constantA:
-            self.A_data = mb.load(M, K, 0) if self.transA else mb.load(K, M, 0)
+            self.A_data = load_weight(self, mb, "A_data", *((M, K) if self.transA else (K, M)), 0)
             if self.A_data.empty():
                 return -100
         if self.constantB:
-            self.B_data = mb.load(K, N, 0) if self.transB else mb.load(N, K, 0)
+            self.B_data = load_weight(self, mb, "B_data", *((K, N) if self.transB else (N, K)), 0)
             if self.B_data.empty():
                 return -100
         if self.constantC and self.constant_broadcast_type_C != -1:
             count = {0: 1, 1: M, 2: M, 3: M * N, 4: N}[self.constant_broadcast_type_C]
-            self.C_data = mb.load(count, 0)
+            self.C_data = load_weight(self, mb, "C_data", count, 0)
             if self.C_data.empty():
                 return -100
         if self.quantize_term:

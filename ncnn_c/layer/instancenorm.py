@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, param_error
 from ._elementwise import load_vector
 
 log = logging.getLogger("ncnn_c")
@@ -43,6 +43,11 @@ class InstanceNorm(Layer):
         self.support_inplace = True
         self.gamma_data = np.zeros(0, np.float32)
         self.beta_data = np.zeros(0, np.float32)
+
+    def check_params(self) -> int:
+        if self.affine and self.channels < 1:
+            return param_error(self, "channels", "must be positive with affine (its gamma and beta)")
+        return 0
 
     def load_model(self, mb) -> int:
         if not self.affine:

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, param_error
 from ._elementwise import load_vector
 
 log = logging.getLogger("ncnn_c")
@@ -38,6 +38,11 @@ class LayerNorm(Layer):
         self.support_inplace = True
         self.gamma_data = np.zeros(0, np.float32)
         self.beta_data = np.zeros(0, np.float32)
+
+    def check_params(self) -> int:
+        if self.affine and self.affine_size < 1:
+            return param_error(self, "affine_size", "must be positive with affine (its gamma and beta)")
+        return 0
 
     def load_model(self, mb) -> int:
         if not self.affine:

@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 
-from . import Layer, Param
+from . import Layer, Param, load_weight
 
 log = logging.getLogger("ncnn_c")
 
@@ -67,11 +67,8 @@ class MemoryData(Layer):
         if count == 0:
             log.error("MemoryData %r: shape %s holds no values", self.name, shape)
             return -1
-        m = mb.load(count, self.load_type)
+        m = load_weight(self, mb, "data", count, self.load_type)
         if m.empty():
-            log.error(
-                "MemoryData %r: could not load %d values (load_type %d)", self.name, count, self.load_type
-            )
             return -100
         flat = np.asarray(m.tensor(), dtype=np.float32).reshape(-1)
         if flat.size != count:

@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, load_weight, param_error
 from .deconvolution import flat_weights
 
 log = logging.getLogger("ncnn_c")
@@ -76,8 +76,7 @@ class MultiHeadAttention(Layer):
             return -1
         e, h = self.embed_dim, self.num_heads
         if e <= 0 or h <= 0 or e % h:
-            log.error("MultiHeadAttention %r: embed_dim %d does not split into %d heads", self.name, e, h)
-            return -1
+            return param_error(self, "num_heads", f"does not split embed_dim {e}")
         if self.weight_data_size <= 0 or self.weight_data_size % e or self.kdim <= 0 or self.vdim <= 0:
             log.error(
                 "MultiHeadAttention %r: weight_data_size %d, kdim %d, vdim %d do not fit embed_dim %d",
@@ -97,10 +96,10 @@ class MultiHeadAttention(Layer):
         shapes = {"q": (e, self.qdim), "k": (e, self.kdim), "v": (e, self.vdim), "out": (self.qdim, e)}
         for name in self._NAMES:
             rows, cols = shapes[name]
-            self.weights[name] = mb.load(rows * cols, 0)
+            self.weights[name] = load_weight(self, mb, f"{name}_weight_data", rows * cols, 0)
             if self.weights[name].empty():
                 return -100
-            self.biases[name] = mb.load(rows, 1)
+            self.biases[name] = load_weight(self, mb, f"{name}_bias_data", rows, 1)
             if self.biases[name].empty():
                 return -100
             self._w[name] = flat_weights(self.weights[name]).reshape(rows, cols)

@@ -18,7 +18,7 @@ import logging
 import numpy as np
 
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, load_weight, param_error
 
 log = logging.getLogger("ncnn_c")
 
@@ -48,15 +48,16 @@ class Normalize(Layer):
         self.scale_data = np.zeros(0, np.float32)
 
     def check_params(self) -> int:
+        if self.scale_data_size < 1:
+            return param_error(self, "scale_data_size", "must be positive (no scale data)")
         if self.eps_mode not in (0, 1, 2):
             log.error("Normalize %r: unknown eps_mode %d", self.name, self.eps_mode)
             return -1
         return 0
 
     def load_model(self, mb) -> int:
-        m = mb.load(self.scale_data_size, 1) if self.scale_data_size > 0 else None
-        if m is None or m.empty():
-            log.error("Normalize %r: no scale data (scale_data_size %d)", self.name, self.scale_data_size)
+        m = load_weight(self, mb, "scale_data", self.scale_data_size, 1)
+        if m.empty():
             return -100
         self.scale_data = np.array(m.tensor(), dtype=np.float32).ravel()
         return 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._native.cpu import cpu_kernels
 from ..mat import Mat
-from . import Layer, Param
+from . import Layer, Param, load_weight
 from .reshape import numpy_shape
 
 log = logging.getLogger("ncnn_c")
@@ -58,7 +58,7 @@ class Padding(Layer):
         Param(2, "left", 0),
         Param(3, "right", 0),
         # "type" would shadow Layer.type (the layer type name)
-        Param(4, "pad_type", CONSTANT),
+        Param(4, "pad_type", CONSTANT, valid=(CONSTANT, REPLICATE, REFLECT)),
         Param(5, "value", 0.0),
         Param(6, "per_channel_pad_data_size", 0),
         Param(7, "front", 0),
@@ -76,13 +76,6 @@ class Padding(Layer):
         if min(pads) < 0:
             log.error("Padding %r: negative pads %s", self.name, pads)
             return -1
-        if self.pad_type not in (CONSTANT, REPLICATE, REFLECT):
-            log.error(
-                "Padding %r: type %d is not 0 (constant), 1 (replicate) or 2 (reflect)",
-                self.name,
-                self.pad_type,
-            )
-            return -1
         if self.per_channel_pad_data_size < 0:
             log.error(
                 "Padding %r: per_channel_pad_data_size %d < 0", self.name, self.per_channel_pad_data_size
@@ -92,9 +85,8 @@ class Padding(Layer):
 
     def load_model(self, mb) -> int:
         if self.per_channel_pad_data_size:
-            m = mb.load(self.per_channel_pad_data_size, 1)
-            if m is None or m.empty():
-                log.error("Padding %r: missing per-channel pad data", self.name)
+            m = load_weight(self, mb, "per_channel_pad_data", self.per_channel_pad_data_size, 1)
+            if m.empty():
                 return -100
             self.per_channel_pad_data = np.array(m.tensor(), dtype=np.float32).reshape(-1)
         return 0

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._native.cpu import cpu_kernels
 from ..mat import Mat
-from . import Param
+from . import Param, param_error
 from ._conv import channel_rows
 from ._geometry import Window, copy_make_border, same_padding
 
@@ -130,16 +130,9 @@ class Pooling(Window):
                 log.error("Pooling %r: bad adaptive output size %dx%d", self.name, self.out_w, self.out_h)
                 return -1
             return 0
-        if min(self.kernel_w, self.kernel_h, self.stride_w, self.stride_h) <= 0:
-            log.error(
-                "Pooling %r: kernel %dx%d and stride %dx%d must be positive",
-                self.name,
-                self.kernel_w,
-                self.kernel_h,
-                self.stride_w,
-                self.stride_h,
-            )
-            return -1
+        for key in ("kernel_w", "kernel_h", "stride_w", "stride_h"):
+            if getattr(self, key) <= 0:
+                return param_error(self, key, "must be positive")
         return 0
 
     def forward(self, bottom: Mat, top: Mat, opt) -> int:

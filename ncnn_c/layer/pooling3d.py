@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import Param
+from . import Param, param_ref
 from ._geometry import PAD_NAMES, Window, same_padding
 from ._window_nd import adaptive_reduce, create_top, pad_nd, taps
 from .pooling import FLT_MAX, _overlap, _tail_pad
@@ -55,7 +55,7 @@ class Pooling3D(Window):
         self.support_inplace = False
 
     def _reject(self, key: str, why: str) -> int:
-        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, key, why)
+        log.error("%s %r: %s %s", self.type or type(self).__name__, self.name, param_ref(self, key), why)
         return -1
 
     def check_params(self) -> int:
@@ -71,7 +71,8 @@ class Pooling3D(Window):
                     return self._reject(f"out_{a}", f"must be positive for adaptive pooling, got {v}")
             return 0
         for name in ("kernel", "stride"):
-            for a, v in zip(self.AXES, self._per_axis(name), strict=True):
+            # w first: the other axes default to it, so a bad w is the param to name
+            for a, v in reversed(list(zip(self.AXES, self._per_axis(name), strict=True))):
                 if v <= 0:
                     return self._reject(f"{name}_{a}", f"must be positive, got {v}")
         return 0

@@ -15,7 +15,7 @@ import logging
 
 import numpy as np
 
-from . import Param
+from . import Param, param_error
 from ._elementwise import Elementwise, load_vector, per_axis0
 
 log = logging.getLogger("ncnn_c")
@@ -38,6 +38,10 @@ class Scale(Elementwise):
             # ncnn loads no bias in this form, yet would read one
             log.error("Scale %r: bias_term with scales from a second blob has no bias to add", self.name)
             return -1
+        if self.one_blob_only and self.scale_data_size < 1:
+            return param_error(
+                self, "scale_data_size", "must be positive (or -233: scales from a second blob)"
+            )
         return 0
 
     def load_model(self, mb) -> int:

@@ -68,7 +68,8 @@ def stft_window(layer) -> np.ndarray | None:
 
 def load_stft_param(layer, pd) -> int:
     """Layer.load_param, then hoplen's default n_fft / 4 (a default no Param row can say)."""
-    load_params(layer, pd, layer.PARAMS)
+    if load_params(layer, pd, layer.PARAMS) != 0:
+        return -1
     if 2 not in pd:
         layer.hoplen = layer.n_fft // 4
     return layer.check_params()

@@ -38,4 +38,5 @@ def test_bias_too_few(caplog):
 def test_bias_size_zero(caplog):
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):
         ret, _ = run_layer("Bias", {}, [], [np.ones((3, 2, 2), np.float32)])
-    assert ret != 0 and "bias size 0" in caplog.text
+    # refused by the param table, naming the param id
+    assert ret != 0 and "param 0 (bias_data_size) = 0" in caplog.text
