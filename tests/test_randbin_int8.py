@@ -57,7 +57,7 @@ def test_int8_scales_follow_the_calibration():
     x = np.random.default_rng(0).standard_normal((3, 227, 227)).astype(np.float32)
     with net.create_extractor() as ex:
         ex.input("data", ncnn_c.Mat(x))
-        ret, m = ex.extract("fire2/squeeze1x1_fire2/relu_squeeze1x1")
+        ret, m = ex.extract("fire2/squeeze1x1_fire2/relu_squeeze1x1", 1)  # type 1: the raw int8 blob
         assert ret == 0 and m.elemsize == 1
         q = np.abs(m.numpy().astype(int))
     assert q.max() >= 64 and np.mean(q == 127) < 1e-3

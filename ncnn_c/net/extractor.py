@@ -196,7 +196,10 @@ class Extractor:
         if m is None:
             return -1, Mat()
         state.shared.add(index)
-        if type_ == 0 and needs_unpack(m):
+        # type 0 hands out fp32 elempack 1, as ncnn's extract: packed and fp16 blobs are
+        # converted, and an int8 blob (a Quantize top, a requantizing int8 layer's) is cast
+        # to fp32 by value (ncnn's cast_int8_to_float32, no scale); type 1 keeps the raw form
+        if type_ == 0 and (needs_unpack(m) or (m.elemsize == m.elempack and not m.empty())):
             m = unpack_fp32(m)
         out = Mat()
         out.share_from(m)
