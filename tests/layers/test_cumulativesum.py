@@ -15,7 +15,7 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import backends, check, randn, rng, run_layer
+from oracle import SPOT_GRID, backends, check, randn, rng, run_layer
 
 PATHS = ("layer", "inplace", "net")
 
@@ -27,7 +27,7 @@ CASES = [
     ((8, 6), 0), ((103, 20), 1), ((50, 106), -1), ((50, 106), -2),
     ((8, 6, 10), 0), ((103, 20, 303), 1), ((99, 50, 106), 2),
 ]  # fmt: skip
-# 6.2 M values each: on lavapipe fp32 and fp16sa-pack stand for the GPU grid (the other
+# 6.2 M values each: on lavapipe SPOT_GRID (fp32, fp16sa-pack) stands for the GPU grid (the other
 # sets took 2 s a case and run the same shader on the smaller shapes above)
 LARGE = [((103, 200, 303), -1), ((103, 200, 303), -2)]
 
@@ -49,7 +49,7 @@ def test_cumulativesum(shape, axis, backend):
 
 
 @pytest.mark.parametrize("shape,axis", LARGE, ids=str)
-@pytest.mark.parametrize("backend", backends("CumulativeSum", grid=["fp32", "fp16sa-pack"]))
+@pytest.mark.parametrize("backend", backends("CumulativeSum", grid=SPOT_GRID))
 def test_cumulativesum_large(shape, axis, backend):
     _check(shape, axis, backend)
 
