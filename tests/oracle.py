@@ -626,8 +626,8 @@ def check_layer_gpu(
 # backends() is "cpu" (the layer object and the Net on the CPU, the paths given to check) plus,
 # marked ``gpu``, one "vk-<set>" per GPU option set when the type has a Vulkan form, or one
 # "vk-cpu" when it has none (the layer runs on the CPU inside a Vulkan net; the net must
-# download, run it and upload again). Put the backend decorator last (nearest the function) so
-# a case's backends run back to back and share one oracle run (oracle_outputs).
+# download, run it and upload again). conftest.py runs a case's backends back to back, so they
+# share one oracle run (oracle_outputs) whatever the order of the parametrize decorators.
 
 CPU_BACKEND = "cpu"
 VK_CPU_BACKEND = "vk-cpu"
