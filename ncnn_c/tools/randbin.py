@@ -21,7 +21,10 @@ convolution family and InnerProduct has its weights and bias multiplied by a fac
 brings its output *before* the fused activation to RMS 1 (RMS 3 for the heads a
 detection layer reads; the factor is a power of 2^(1/4), so the bytes do not hang on the
 last bit of a sum). Every later layer sees calibrated inputs, so one pass suffices. Inputs
-without a shape in the .param take ``input_shape`` (``--shape``, default 3x224x224).
+without a shape in the .param take ``input_shape`` (``--shape``, default 3x224x224). When a
+layer fails at that size, the error names it and, where the layers before it show what it
+needs (a position embedding, a Reshape's or an InnerProduct's fixed size), the square input
+that fits (``needed_input_size``; ViT's 384x384).
 
 int8 layers (Convolution, ConvolutionDepthWise, InnerProduct with ``int8_scale_term``) get
 their scales as ncnn's calibration tools would write them: weight scales 127 / max|w| per
@@ -238,6 +241,58 @@ def _write_blob(out: io.BytesIO, values: np.ndarray, type_: int, fp16: bool) -> 
     out.write(b"\0" * (-out.tell() % 4))
 
 
+class LayerFailed(ValueError):
+    """A layer of the calibration forward failed; ``index`` is its place in the net."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def _fp32_option():
+    """The calibration's options: fp32 on the CPU, no packing, one thread."""
+    from ..option import Option
+
+    opt = Option()
+    opt.use_vulkan_compute = False
+    opt.use_packing_layout = False
+    opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
+    opt.use_bf16_storage = False
+    # int8 layers run in fp32 (on their dequantized weights): the scales are what is measured
+    opt.use_int8_inference = False
+    opt.lightmode = False
+    # one thread: np.errstate in the callers is per thread
+    opt.num_threads = 1
+    return opt
+
+
+def _run_layer(layer, li: int, mats: dict[int, Mat], opt) -> list[Mat]:
+    """``layer``'s forward on its bottoms in ``mats``; its tops, or LayerFailed."""
+    try:
+        if layer.create_pipeline(opt) != 0:
+            raise LayerFailed(f"layer {layer.type} {layer.name!r}: create_pipeline failed", li)
+        if layer.one_blob_only:
+            tops = [Mat()]
+            ret = layer.forward(mats[layer.bottoms[0]], tops[0], opt)
+        else:
+            tops = [Mat() for _ in layer.tops]
+            ret = layer.forward([mats[b] for b in layer.bottoms], tops, opt)
+    except LayerFailed:
+        raise
+    except Exception as e:  # noqa: BLE001 - a layer's failure becomes randbin's error
+        raise LayerFailed(f"layer {layer.type} {layer.name!r} raised {type(e).__name__}: {e}", li) from e
+    if ret != 0:
+        raise LayerFailed(f"layer {layer.type} {layer.name!r} failed in the calibration forward", li)
+    return tops
+
+
+def _input_mats(layer, input_shape, gen: np.random.Generator) -> list[Mat]:
+    """Standard-normal tops of an Input layer: its own shape, else ``input_shape``."""
+    dims = (int(layer.c), int(layer.h), int(layer.w))
+    shape = dims if all(d > 0 for d in dims) else tuple(input_shape)
+    return [Mat.from_tensor(gen.standard_normal(shape).astype(np.float32)) for _ in layer.tops]
+
+
 def _quantized_gain(rms: float, target: float = 1.0) -> float:
     """target / rms rounded to a power of 2^(1/_STEPS); 1 when rms says nothing (0, inf, nan)."""
     if not np.isfinite(rms) or rms <= 0:
@@ -259,18 +314,8 @@ def _calibrate(
     after their last consumer.
     """
     from ..layer._fused_activation import activation_values, fused_activation
-    from ..option import Option
 
-    opt = Option()
-    opt.use_vulkan_compute = False
-    opt.use_packing_layout = False
-    opt.use_fp16_storage = opt.use_fp16_packed = opt.use_fp16_arithmetic = False
-    opt.use_bf16_storage = False
-    # int8 layers run in fp32 (on their dequantized weights): the scales are what is measured
-    opt.use_int8_inference = False
-    opt.lightmode = False
-    # one thread: np.errstate below is per thread
-    opt.num_threads = 1
+    opt = _fp32_option()
     layers = net.layers()
     last_use: dict[int, int] = {}
     heads: set[int] = set()
@@ -288,13 +333,12 @@ def _calibrate(
     with np.errstate(over="ignore", invalid="ignore"):
         for li, layer in enumerate(layers):
             if layer.type == "Input":
-                dims = (int(layer.c), int(layer.h), int(layer.w))
-                shape = dims if all(d > 0 for d in dims) else input_shape
-                for t in layer.tops:
-                    mats[t] = Mat.from_tensor(gen.standard_normal(shape).astype(np.float32))
+                mats.update(zip(layer.tops, _input_mats(layer, input_shape, gen), strict=True))
                 continue
             if any(b not in mats for b in layer.bottoms):
-                raise ValueError(f"layer {layer.type} {layer.name!r} reads a blob no earlier layer makes")
+                raise LayerFailed(
+                    f"layer {layer.type} {layer.name!r} reads a blob no earlier layer makes", li
+                )
             calibrated = layer.type in _CALIBRATED and hasattr(layer, "activation_type")
             if not calibrated and not any(t in last_use for t in layer.tops):
                 continue  # an output (or a Noop gathering outputs): nothing later depends on it
@@ -306,23 +350,10 @@ def _calibrate(
             if calibrated:
                 layer.activation_type = 0
             try:
-                if layer.create_pipeline(opt) != 0:
-                    raise ValueError(f"layer {layer.type} {layer.name!r}: create_pipeline failed")
-                if layer.one_blob_only:
-                    tops = [Mat()]
-                    ret = layer.forward(mats[layer.bottoms[0]], tops[0], opt)
-                else:
-                    tops = [Mat() for _ in layer.tops]
-                    ret = layer.forward([mats[b] for b in layer.bottoms], tops, opt)
-            except ValueError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a layer's failure becomes randbin's error
-                raise ValueError(f"layer {layer.type} {layer.name!r} raised {type(e).__name__}: {e}") from e
+                tops = _run_layer(layer, li, mats, opt)
             finally:
                 if calibrated:
                     layer.activation_type = activation
-            if ret != 0:
-                raise ValueError(f"layer {layer.type} {layer.name!r} failed in the calibration forward")
             if calibrated:
                 pre = np.array(tops[0].numpy(), dtype=np.float32)
                 rms = float(np.sqrt(np.mean(np.square(pre, dtype=np.float64))))
@@ -380,6 +411,137 @@ def _written(layer_blobs: list, gain: float, measured, int8: bool) -> list:
     return out
 
 
+class _Quiet:
+    """The ncnn_c log silenced: the size search's probes fail on purpose."""
+
+    def __enter__(self) -> None:
+        self.level = log.level
+        log.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc) -> None:
+        log.setLevel(self.level)
+
+
+def _prefix(net, index: int, input_shape, seed: int) -> list[Mat] | None:
+    """Layer ``index``'s bottoms after a forward of the layers it depends on, every Input at
+    ``input_shape`` (where the .param gives none); None when one of those layers fails."""
+    layers = net.layers()
+    producer = {t: li for li, layer in enumerate(layers) for t in layer.tops}
+    needed: set[int] = set()
+    todo = [index]
+    while todo:
+        for b in layers[todo.pop()].bottoms:
+            p = producer.get(b)
+            if p is not None and p not in needed:
+                needed.add(p)
+                todo.append(p)
+    opt = _fp32_option()
+    gen = np.random.default_rng([seed, 1])
+    mats: dict[int, Mat] = {}
+    with np.errstate(all="ignore"):
+        for li in sorted(needed):
+            layer = layers[li]
+            try:
+                if layer.type == "Input":
+                    tops = _input_mats(layer, input_shape, gen)
+                elif any(b not in mats for b in layer.bottoms):
+                    return None
+                else:
+                    tops = _run_layer(layer, li, mats, opt)
+            except LayerFailed:
+                return None
+            mats.update(zip(layer.tops, tops, strict=False))
+    if any(b not in mats for b in layers[index].bottoms):
+        return None
+    return [mats[b] for b in layers[index].bottoms]
+
+
+def _count(m: Mat) -> int:
+    return int(m.w * m.h * m.d * m.c)
+
+
+def _expected(layer, counts: list[int], moved: list[int]) -> tuple[int, int] | None:
+    """(which bottom, the element count it must have) for a layer whose input-sized bottom
+    (one of ``moved``, those whose count changed with the input size) must match something
+    fixed: InnerProduct's weights, Reshape's target shape, or a bottom that does not move with
+    the input (a MemoryData position embedding, a class token)."""
+    if not moved:
+        return None
+    i = moved[0]
+    if layer.type == "InnerProduct" and layer.num_output > 0:
+        return i, int(layer.weight_data_size) // int(layer.num_output)
+    if layer.type == "Reshape":
+        dims = [int(v) for v in (layer.w, layer.h, layer.d, layer.c) if int(v) != -233]
+        return (i, int(np.prod(dims))) if dims and min(dims) > 0 else None
+    fixed = [j for j in range(len(counts)) if j not in moved]
+    return (i, counts[fixed[0]]) if fixed else None
+
+
+def needed_input_size(net, index: int, input_shape, seed: int = 0) -> int | None:
+    """The side of the square input at which layer ``index`` (which failed at ``input_shape``)
+    gets a bottom of the size it needs; None where that cannot be derived.
+
+    The forward of the layers before it is run at two sizes to see which bottom moves with the
+    input, _expected says what its element count must be, and bisections over square sides
+    find the sides that give it (counts grow with the input); the roundest of them is kept
+    if the layer then runs."""
+    c, h, w = input_shape
+    layer = net.layers()[index]
+    memo: dict[int, list[Mat] | None] = {}
+
+    def at(side: int) -> list[Mat] | None:
+        if side not in memo:
+            memo[side] = _prefix(net, index, (c, side, side), seed)
+        return memo[side]
+
+    with _Quiet():
+        base, probe = _prefix(net, index, input_shape, seed), _prefix(net, index, (c, 2 * h, 2 * w), seed)
+        if base is None or probe is None:
+            return None
+        counts = [_count(m) for m in base]
+        moved = [j for j, m in enumerate(probe) if _count(m) != counts[j]]
+        target = _expected(layer, counts, moved)
+        if target is None:
+            return None
+        i, need = target
+
+        def count(side: int) -> int:
+            mats = at(side)
+            return -1 if mats is None else _count(mats[i])
+
+        def first(above: int) -> int | None:
+            """The smallest side whose count exceeds ``above`` (counts grow with the side)."""
+            lo, hi = 0, max(h, w)
+            while count(hi) <= above:
+                lo, hi = hi, hi * 2
+                if hi > _MAX_SIDE:
+                    return None
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if count(mid) > above else (mid, hi)
+            return hi
+
+        smallest, past = first(need - 1), first(need)
+        if smallest is None or count(smallest) != need:
+            return None
+        # every side in [smallest, past) gives that count (a stride's rounding): the one with
+        # the most factors of 2, as models are made (16 over 15, 384 over 385)
+        largest = past - 1 if past is not None else smallest
+        side = max(range(smallest, largest + 1), key=lambda s: (s & -s, -s))
+        mats = at(side)
+        if mats is None:
+            return None
+        try:
+            _run_layer(layer, index, dict(zip(layer.bottoms, mats, strict=True)), _fp32_option())
+        except LayerFailed:
+            return None
+    return side
+
+
+# the largest input side the size search tries
+_MAX_SIDE = 4096
+
+
 def random_weights(
     param_path: str,
     seed: int = 0,
@@ -411,11 +573,18 @@ def random_weights(
             for li in net.layers()
         )
         gains, ranges = _calibrate(net, seed, input_shape) if measures else ({}, {})
-    except ValueError as e:
-        shape = ",".join(map(str, input_shape))
+    except LayerFailed as e:
+        c, h, w = input_shape
+        side = needed_input_size(net, e.index, input_shape, seed)
+        if side is not None:
+            hint = f"it needs a {side}x{side} input: --shape {c},{side},{side}"
+        else:
+            hint = (
+                "no input size that suits it could be derived: try --shape C,H,W of the size the model takes"
+            )
         raise ValueError(
-            f"{param_path}: {e} (calibration inputs without a shape in the .param were {shape}; "
-            "--shape / input_shape sets another)"
+            f"{param_path}: {e} at a {w}x{h} input ({c} channels; inputs the .param gives no shape "
+            f"run at --shape {c},{h},{w}); {hint}"
         ) from None
     out = io.BytesIO()
     for li, layer_blobs in enumerate(blobs):
@@ -439,7 +608,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--shape",
         default="3,224,224",
-        help="C,H,W of the calibration input where the .param gives none (default 3,224,224)",
+        help="C,H,W of the calibration input where the .param gives none (default 3,224,224); "
+        "when the calibration forward fails, the error names the layer and, where it can be "
+        "derived, the input size it needs",
     )
     args = ap.parse_args(argv)
     try:
