@@ -10,9 +10,10 @@ output transform with bias and the activation back into the blocked layout. A re
 after the convolution keeps the direct kernel (it has the add as a post-op); activations
 other than ReLU / leaky ReLU / Clip run as one eltwise primitive after the output transform.
 
-Which form a layer takes (``choose``) is a rule measured on the benchmark networks' layers
-(docs/decisions.md): F(6,3) where there are enough tiles, F(4,3) on small planes, direct
-below 16 channels. ``NCNN_C_WINOGRAD=0`` keeps every layer direct, ``=63`` / ``=43``
+Which form a layer takes (``choose``) is a cost model fitted to the benchmark networks'
+layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on small ones, direct where the
+planes are tiny (the transformed weights, 4-7x the kernel, are read for few tiles) or the
+channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every layer direct, ``=63`` / ``=43``
 forces that form on every layer it can take (tests, measurements). A plan records each
 choice: ``forms(plan)`` is {layer name: "winograd63" | "winograd43" | "direct"}.
 """
@@ -94,18 +95,41 @@ def kernels():
     return _mod or None
 
 
+def nhwc_lanes() -> int:
+    """Channels per vector on nhwc, where any width works: the widest the CPU has (16 on
+    AVX-512, else 8)."""
+    mod = kernels()
+    return int(mod.lib.ncnnc_wino_lanes()) if mod is not None else 8
+
+
 def forced() -> int | None:
     """``NCNN_C_WINOGRAD``: 0 (never), 63 / 43 (that form wherever possible), None (the rule)."""
     v = os.environ.get("NCNN_C_WINOGRAD", "").strip()
     return {"0": 0, "63": 6, "43": 4}.get(v) if v else None
 
 
-def choose(c: int, oc: int, oh: int, ow: int) -> int:
-    """The output tile of the Winograd form for a 3x3 stride-1 layer (6, 4), or 0 (direct)."""
-    if c < 16 or oc < 16:
-        return 0
-    tiles6 = -(-oh // 6) * -(-ow // 6)
-    return 6 if tiles6 >= 16 else 4
+# the cost model ``choose`` picks by, in multiply-adds of the GEMMs: a weight read from memory
+# costs as much as WEIGHT_READ of them (the weights of a layer are out of cache at each
+# inference), a value through the input or output transform TRANSFORM (fitted on the 3x3
+# layers of VGG16, YOLOv4-tiny, ResNet-50, SqueezeNet(-SSD) and EfficientNetV2 at one
+# thread: docs/decisions.md)
+WEIGHT_READ = 20
+TRANSFORM = 40
+
+
+def cost(m: int, c: int, oc: int, oh: int, ow: int, lanes: int) -> float:
+    """The modelled cost of a 3x3 stride-1 layer: direct (``m`` 0) or Winograd F(m,3)."""
+    if not m:
+        return 9.0 * c * oc * (oh * ow + WEIGHT_READ)
+    kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
+    tiles = -(-oh // m) * -(-ow // m)
+    return (m + 2) ** 2 * (tiles * (kp * np_ + TRANSFORM * (kp + np_)) + WEIGHT_READ * kp * np_)
+
+
+def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
+    """The output tile of the Winograd form for a 3x3 stride-1 layer (6, 4), or 0 (direct):
+    the cheapest by ``cost``."""
+    return min((0, 6, 4), key=lambda m: cost(m, c, oc, oh, ow, lanes))
 
 
 # V + M of a chunk (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
@@ -151,14 +175,13 @@ def convolution(
         getattr(layer, k)
         for k in ("kernel_w", "kernel_h", "stride_w", "stride_h", "dilation_w", "dilation_h")
     ]
-    if taps != [3, 3, 1, 1, 1, 1] or layer.group_count() != 1 or any(len(a) != 3 for a in acts):
+    if taps != [3, 3, 1, 1, 1, 1] or layer.group_count() != 1:
         return False
     force = forced()
-    m = choose(c, oc, oh, ow) if force is None else force
     chosen = forms(plan)
+    chosen[layer.name] = "direct"
     mod = kernels()
-    if not m or mod is None:
-        chosen[layer.name] = "direct"
+    if force == 0 or mod is None or any(len(a) != 3 for a in acts):
         return False
     d, dn = dnnl_module(), plan.dnnl
     sdims, odims = (1, c, h, w), (1, oc, oh, ow)
@@ -167,11 +190,14 @@ def convolution(
         dn.md(sdims, "any"), dn.md((oc, c, 3, 3), "any"), None, dn.md(odims, "any"),
         (1, 1), (0, 0), (pad_t, pad_l), (oh + 2 - h - pad_t, ow + 2 - w - pad_l),
     )  # fmt: skip
-    tag = plan.tag_of(probe.md("src", sdims))
-    if tag not in LANES or plan.tag_of(probe.md("dst", odims)) != tag:
-        chosen[layer.name] = "direct"
+    got = (probe.md("src", sdims), probe.md("dst", odims))
+    tag = next((t for t in LANES if (dn.md(sdims, t), dn.md(odims, t)) == got), None)
+    if tag is None:
         return False
-    lanes = LANES[tag] or mod.lib.ncnnc_wino_lanes()
+    lanes = LANES[tag] or nhwc_lanes()
+    m = choose(c, oc, oh, ow, lanes) if force is None else force
+    if not m:
+        return False
     weight, bias = folded()
     n = m + 2
     tiles_w, tiles_h = -(-ow // m), -(-oh // m)
@@ -187,6 +213,13 @@ def convolution(
     if rest and rest[0][0] in _FUSED:
         alg, a0, a1 = rest.pop(0)
         fused = _FUSED[alg](a0, a1)
+
+    after = None
+    if rest:  # an activation the output transform does not apply: one eltwise primitive
+        omd = dn.md(odims, tag)
+        after = dn.eltwise(rest[0][0], omd, omd, rest[0][1], rest[0][2], rest[1:])
+        if after.impl.startswith("ref"):
+            return False  # (a padded blocked layout) the direct kernel takes them as post-ops
 
     ffi = mod.ffi
     nhwc = tag == "acdb"
@@ -224,7 +257,11 @@ def convolution(
     # chunk by chunk, so all of them live from the first step to the last
     v = plan.new_value(vmd, top_shape)
     mv = plan.new_value(mmd, top_shape)
-    raw = plan.new_value(dn.md(odims, tag), top_shape) if rest else plan.top(layer, dn.md(odims, tag))
+    raw = (
+        plan.new_value(dn.md(odims, tag), top_shape)
+        if after is not None
+        else plan.top(layer, dn.md(odims, tag))
+    )
     for i in range(chunks):
         src.last = plan.step
         plan.add(
@@ -235,9 +272,8 @@ def convolution(
         mv.last = plan.step
         out = kernel("ncnnc_wino_output", i * chunk, keep_u)
         plan.add(seg, out, [(d.ARG_SRC, plan.mem(mv)), (d.ARG_DST, plan.mem(raw))])
-    if rest:
-        alg, a0, a1 = rest[0]
-        plan.run1(seg, dn.eltwise(alg, raw.md, raw.md, a0, a1, rest[1:]), raw, plan.top(layer, raw.md))
+    if after is not None:
+        plan.run1(seg, after, raw, plan.top(layer, raw.md))
     chosen[layer.name] = f"winograd{m}3"
     log.debug(
         "native plan: %r as Winograd F(%d,3): %d -> %d channels, %d tiles in %d chunks",

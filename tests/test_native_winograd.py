@@ -1,0 +1,195 @@
+"""The native plan's Winograd convolutions (ncnn_c/net/native/ops/winograd.py, _native/winograd.c).
+
+Each case is a small network: an Input, a 1x1 convolution in front (so that the layer sees
+the layout the plan gives it, not the plain input Mat) and the 3x3 stride-1 convolution
+under test, forced into F(6,3) or F(4,3) (``NCNN_C_WINOGRAD``), whole or in chunks of tiles
+(``NCNN_C_WINOGRAD_CHUNK``), on every layout its transforms read: the one oneDNN picks here,
+nChw16c, nChw8c and nhwc with 16 and 8 channels per vector. ``test_native_ops.check`` runs
+it twice (the numpy layers, then the plan) and compares the plan with the numpy layers
+(rel L2 1e-5) and with the PyPI ncnn (1e-4); strict mode makes a plan that misses the numpy
+result fail instead of falling back.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+from test_native_ops import _in, check, conv
+
+from ncnn_c._native import dnnl
+from ncnn_c.net.native.ops import winograd
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="no oneDNN wheel for this architecture"
+)
+
+
+@pytest.fixture(autouse=True)
+def _strict(monkeypatch):
+    monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
+    assert winograd.kernels() is not None, "the _winograd extension is not built"
+
+
+@pytest.fixture(params=[None, "aBcd16b", "aBcd8b", "acdb", "acdb-8"])
+def layout(request, monkeypatch):
+    """Every convolution reads and writes this layout (None: oneDNN's choice here; "acdb-8":
+    nhwc with the 8-channel vectors of a CPU without AVX-512)."""
+    tag = request.param
+    if tag == "acdb-8":
+        tag = "acdb"
+        monkeypatch.setattr(winograd, "nhwc_lanes", lambda: 8)
+    if tag is not None:
+        dn = dnnl.get()
+        make = dn.convolution
+
+        def convolution(src, weights, bias, dst, *args, **kw):
+            if len(weights.dims) == 5:  # grouped: oneDNN's kernels take the layout they take
+                return make(src, weights, bias, dst, *args, **kw)
+            return make(dn.md(src.dims, tag), weights, bias, dn.md(dst.dims, tag), *args, **kw)
+
+        monkeypatch.setattr(dn, "convolution", convolution)
+    return tag
+
+
+def conv3(name: str, bottom: str, top: str, cin: int, cout: int, params: str) -> str:
+    return f"Convolution {name} 1 1 {bottom} {top} 0={cout} 1=3 6={cout * cin * 9} {params}"
+
+
+# (cin, cout, h, w, the layer's params): channel counts around the vector widths, odd and
+# tiny planes, every padding form, bias or not, each fused activation
+CASES = [
+    (16, 16, 12, 12, "4=1 5=1"),
+    (24, 40, 17, 20, "4=1 5=1 9=1"),  # partial channel blocks, ReLU
+    (40, 33, 13, 7, "4=1 5=0 9=2 -23310=1,0.1"),  # odd output channels, leaky ReLU, no bias
+    (3, 20, 9, 11, "4=0 5=1 9=3 -23310=2,-0.5,0.75"),  # no padding, Clip, fewer channels than a vector
+    (24, 32, 5, 5, "4=1 5=1 9=4"),  # Sigmoid: an eltwise primitive after the output transform
+    (20, 32, 31, 29, "4=-233 5=1 9=5"),  # SAME padding, Mish
+    (17, 48, 10, 14, "4=2 5=1"),  # padding 2: the output is larger than the input
+    (16, 16, 1, 1, "4=1 5=1"),  # one pixel
+    (16, 24, 11, 9, "4=0 14=2 15=1 16=0 5=1"),  # asymmetric padding
+]
+# (form, tiles per chunk; 0: all at once)
+FORMS = [("63", 0), ("43", 0), ("63", 3), ("43", 5)]
+
+
+@pytest.mark.parametrize("form, chunk", FORMS)
+@pytest.mark.parametrize("cin, cout, h, w, params", CASES)
+def test_winograd_convolution(tmp_path, monkeypatch, layout, form, chunk, cin, cout, h, w, params):
+    monkeypatch.setenv("NCNN_C_WINOGRAD", form)
+    monkeypatch.setenv("NCNN_C_WINOGRAD_CHUNK", str(chunk))
+    lines = [_in(cin, h, w), conv("c", "data", "a", cin, cin), conv3("w", "a", "out", cin, cout, params)]
+    plan = check(tmp_path, lines, {"data": (cin, h, w)}, ["out"])
+    # oneDNN reads 3 channels in the plain layout, which the transforms do not take
+    plain = layout is None and cin == 3
+    assert winograd.forms(plan)["w"] == ("direct" if plain else f"winograd{form}")
+
+
+@pytest.mark.parametrize("form", ["63", "43"])
+def test_folded_layers_and_activations_after_it(tmp_path, monkeypatch, form):
+    # BatchNorm folded into the weights and bias, ReLU fused into the output transform;
+    # Swish after the second one runs as an eltwise primitive
+    monkeypatch.setenv("NCNN_C_WINOGRAD", form)
+    c = 24
+    lines = [
+        _in(c, 14, 15),
+        conv3("w1", "data", "a", c, 32, "4=1 5=1"),
+        "BatchNorm bn 1 1 a b 0=32",
+        "ReLU r 1 1 b c",
+        conv3("w2", "c", "d", 32, 20, "4=1 5=0"),
+        "Swish s 1 1 d out",
+    ]
+    plan = check(tmp_path, lines, {"data": (c, 14, 15)}, ["out"])
+    assert winograd.forms(plan) == {"w1": f"winograd{form}", "w2": f"winograd{form}"}
+
+
+def test_a_residual_add_after_it_keeps_the_direct_kernel(tmp_path, monkeypatch):
+    # the add is a post-op of oneDNN's convolution; the Winograd steps have none
+    monkeypatch.setenv("NCNN_C_WINOGRAD", "63")
+    lines = [
+        _in(16, 12, 12),
+        conv("c", "data", "a", 16, 16),
+        "Split sp 1 2 a a0 a1",
+        conv3("w", "a0", "b", 16, 16, "4=1 5=1"),
+        "BinaryOp add 2 1 b a1 out 0=0",
+    ]
+    plan = check(tmp_path, lines, {"data": (16, 12, 12)}, ["out"])
+    assert winograd.forms(plan)["w"] == "direct"
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads(tmp_path, monkeypatch, threads):
+    monkeypatch.setenv("NCNN_C_WINOGRAD_CHUNK", "7")
+    lines = [_in(32, 30, 26), conv("c", "data", "a", 32, 32), conv3("w", "a", "out", 32, 48, "4=1 5=1 9=1")]
+    plan = check(tmp_path, lines, {"data": (32, 30, 26)}, ["out"], threads=threads)
+    assert winograd.forms(plan)["w"].startswith("winograd")
+
+
+def test_switched_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCNN_C_WINOGRAD", "0")
+    lines = [_in(32, 30, 26), conv3("w", "data", "out", 32, 48, "4=1 5=1")]
+    plan = check(tmp_path, lines, {"data": (32, 30, 26)}, ["out"])
+    assert winograd.forms(plan) == {"w": "direct"}
+
+
+@pytest.mark.parametrize(
+    "c, oc, h, w, want",
+    [
+        (64, 64, 224, 224, 6),  # VGG16's first stage: many tiles, F(6,3) has fewer of them
+        (256, 256, 56, 56, 6),
+        (512, 512, 14, 14, 4),  # 3x3 tiles of 6 would cover 18x18
+        (512, 512, 7, 7, 0),  # 4 tiles: the transformed weights cost more than they save
+        (3, 64, 224, 224, 0),  # the transforms of 3 channels cost more than the products
+        (256, 16, 37, 37, 0),  # few output channels
+        (768, 126, 9, 9, 0),
+    ],
+)
+def test_the_rule(c, oc, h, w, want):
+    assert winograd.choose(c, oc, h, w, 16) == want
+
+
+def test_transformed_weights_reproduce_a_correlation():
+    # the kernel's U = G g G^T with the B^T / A^T of winograd_kernels.h, on one tile in float64
+    bt6 = np.array(
+        [
+            [1, 0, -21 / 4, 0, 21 / 4, 0, -1, 0],
+            [0, 1, 1, -17 / 4, -17 / 4, 1, 1, 0],
+            [0, -1, 1, 17 / 4, -17 / 4, -1, 1, 0],
+            [0, 1 / 2, 1 / 4, -5 / 2, -5 / 4, 2, 1, 0],
+            [0, -1 / 2, 1 / 4, 5 / 2, -5 / 4, -2, 1, 0],
+            [0, 2, 4, -5 / 2, -5, 1 / 2, 1, 0],
+            [0, -2, 4, 5 / 2, -5, -1 / 2, 1, 0],
+            [0, -1, 0, 21 / 4, 0, -21 / 4, 0, 1],
+        ]
+    )
+    at6 = np.array(
+        [
+            [1, 1, 1, 1, 1, 32, 32, 0],
+            [0, 1, -1, 2, -2, 16, -16, 0],
+            [0, 1, 1, 4, 4, 8, 8, 0],
+            [0, 1, -1, 8, -8, 4, -4, 0],
+            [0, 1, 1, 16, 16, 2, 2, 0],
+            [0, 1, -1, 32, -32, 1, -1, 1],
+        ]
+    )
+    bt4 = np.array(
+        [
+            [4, 0, -5, 0, 1, 0],
+            [0, -4, -4, 1, 1, 0],
+            [0, 4, -4, -1, 1, 0],
+            [0, -2, -1, 2, 1, 0],
+            [0, 2, -1, -2, 1, 0],
+            [0, 4, 0, -5, 0, 1],
+        ]
+    )
+    at4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]])
+    g = np.random.default_rng(1)
+    for m, bt, at in ((6, bt6, at6), (4, bt4, at4)):
+        n = m + 2
+        k = g.standard_normal((1, 1, 3, 3))
+        d = g.standard_normal((n, n))
+        u = winograd.transform_weights(k, m).astype(np.float64).reshape(n, n)
+        y = at @ (u * (bt @ d @ bt.T)) @ at.T
+        want = np.array([[np.sum(d[i : i + 3, j : j + 3] * k[0, 0]) for j in range(m)] for i in range(m)])
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
