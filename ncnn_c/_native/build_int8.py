@@ -7,8 +7,8 @@ so their OpenMP loops use the thread count that run set. Like ``_plan`` the exte
 linked against libgomp: it loads after oneDNN (``_native/onednn.py`` loads ``libdnnl`` and its
 libgomp with RTLD_GLOBAL), whose libgomp resolves the OpenMP calls, so one OpenMP runtime
 serves both. Compiled with ``-ffp-contract=off``: a fused multiply-add would round the
-scale products differently from the numpy layers, which the plan must match bit for bit; an
-AVX-512 and an AVX2 body are picked at run time (``target_clones``).
+scale products differently from the numpy layers, which the plan must match bit for bit. The
+loops have an AVX-512 body (intrinsics, picked at run time) and a portable scalar one.
 
 The C source is ``int8.c``, the declarations cffi checks are ``int8.cdef``, both beside this
 file. Run ``python -m ncnn_c._native.build_int8`` (add ``--force`` to rebuild).

@@ -12,8 +12,9 @@
      float2int8(v * top_scale) out (ncnn's requantize).
 
    A step is called by plan.c with its context and its memories' data pointers; the loops are
-   OpenMP's, with the thread count plan.c set for the run. Built with -ffp-contract=off: a
-   contracted multiply-add would round differently from numpy. */
+   OpenMP's, with the thread count plan.c set for the run. Each loop has an AVX-512 body
+   (picked at run time) and a scalar one. Built with -ffp-contract=off: a contracted
+   multiply-add would round differently from numpy. */
 #include <math.h>
 #include <stdint.h>
 

@@ -7,10 +7,10 @@ Each is three steps, as ncnn's ``forward_int8``:
   rounding and saturation, in any layout: one scale for the blob). An int8 bottom (the top of
   a requantizing layer, through Splits) is read as it is. A blob read by several int8 layers
   with the same scale (GoogLeNet's inception branches) is quantized once.
-* **sum** in int32 with oneDNN: s8 x s8 -> s32 convolution / inner product, channels-last
-  (``acdb``). The sums are exact only where oneDNN's kernel multiplies with VNNI or AMX
-  (``vpdpbusd``, AMX tiles): without them it halves the weights to keep ``vpmaddubsw``'s int16
-  pairs from saturating, so a layer whose primitive is not a VNNI / AMX one stays numpy.
+* **sum** in int32 with oneDNN: s8 x s8 -> s32 convolution (channels-last, ``acdb``) / inner
+  product (plain input). The sums are exact where oneDNN multiplies with VNNI or AMX
+  (``vpdpbusd``, AMX tiles); on a CPU without VNNI its kernels halve the weights to keep
+  ``vpmaddubsw``'s int16 pairs from saturating, so there the int8 layers stay numpy.
 * **dequantize** (``_native/int8.c``): ``acc * scale_in + bias`` in double and cast, as the
   numpy form (``_int8.dequantize``); the fused activation (none, ReLU, LeakyReLU, Clip: the
   others stay numpy); with ``int8_scale_term > 100`` requantized, ``float2int8(v * top_scale)``,
@@ -20,12 +20,19 @@ Each is three steps, as ncnn's ``forward_int8``:
 The two C steps run inside ``plan.c``'s run as kernels (``dnnl.Kernel``), with the plan's
 OpenMP thread count. Nothing of a chain is taken in: the layers after an int8 layer (an add,
 an activation, BatchNorm) are built on their own.
+
+What an int8 layer quantizes must be the numpy layers' result bit for bit: a 1-ulp difference
+becomes a whole int8 step now and then, and random weights carry it to the output. So an fp32
+layer whose native form rounds differently (``exact``: LRN, average pooling, BatchNorm, ...)
+stays numpy when an int8 layer reads its output, directly or through exact layers
+(``exact_before_int8`` wraps every builder).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import weakref
 
 import numpy as np
 
@@ -113,20 +120,32 @@ def exact(layer) -> bool:
     return layer.type in EXACT
 
 
-def quantized_later(plan: NativePlan, blob: int, opt, seen: set[int] | None = None) -> bool:
+# per plan: the blobs an int8 layer quantizes, directly or through exact layers (None: the
+# net has no int8 layer)
+_QUANTIZED: weakref.WeakKeyDictionary[NativePlan, set[int] | None] = weakref.WeakKeyDictionary()
+
+
+def quantized_later(plan: NativePlan, blob: int, opt) -> bool:
     """Whether an int8 layer quantizes ``blob`` (read directly, or through exact layers)."""
     if not opt.use_int8_inference:
         return False
-    seen = set() if seen is None else seen
-    for layer in plan.layers:
-        if blob not in layer.bottoms or id(layer) in seen:
+    if plan not in _QUANTIZED:
+        _QUANTIZED[plan] = _quantized_blobs(plan.layers)
+    blobs = _QUANTIZED[plan]
+    return blobs is not None and blob in blobs
+
+
+def _quantized_blobs(layers) -> set[int] | None:
+    if not any(quantized(x) for x in layers):
+        return None
+    out: set[int] = set()
+    # a layer only reads blobs of earlier layers: one pass from the last layer back
+    for layer in reversed(layers):
+        if not builtin(layer):
             continue
-        seen.add(id(layer))
-        if quantized(layer) and builtin(layer):
-            return True
-        if exact(layer) and any(quantized_later(plan, t, opt, seen) for t in layer.tops):
-            return True
-    return False
+        if quantized(layer) or (exact(layer) and any(t in out for t in layer.tops)):
+            out.update(layer.bottoms)
+    return out
 
 
 def exact_before_int8(build):
