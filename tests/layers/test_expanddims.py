@@ -1,5 +1,6 @@
-"""ExpandDims against the oracle: every axes set for 1-D, 2-D and 3-D inputs (negative axes
-too), and impossible axes rejected."""
+"""ExpandDims against the PyPI ncnn: every axes set for 1-D, 2-D and 3-D inputs (negative axes
+too), packed and unpacked, and impossible axes rejected. One case list, every backend
+(oracle.backends)."""
 
 from __future__ import annotations
 
@@ -7,34 +8,42 @@ import itertools
 import logging
 
 import pytest
-from oracle import check_layer, randn, rng, run_layer
+from oracle import backends, check, make_bin, make_param, randn, rng, run_layer, run_net_gpu
 
-SHAPES = [(1,), (7,), (64,), (1, 5), (7, 13), (3, 7, 13), (1, 1, 1)]
+SHAPES = [(1,), (7,), (8,), (64,), (1, 5), (7, 13), (8, 5), (3, 7, 13), (8, 5, 7), (1, 1, 1)]
+# a pure copy: fp32 results are bit-exact everywhere
+EXACT = dict(tol=0.0, tol_fp32=0.0)
+# the axes sweep runs on the GPU sets whose layouts differ (packing, storage)
+FAST = ["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"]
 
 
 def axes_sets(dims):
     """Every axes list ExpandDims takes on a ``dims``-D input (up to 4-D out), each as
-    (axes, the same axes counted from the end); shared with test_expanddims_vulkan.py."""
+    (axes, the same axes counted from the end)."""
     for n in range(1, 4 - dims + 1):
         outdims = dims + n
         for axes in itertools.combinations(range(outdims), n):
             yield list(axes), [a - outdims for a in axes]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_axes(shape):
-    x = randn(rng("expanddims", shape), shape)
-    for axes, negative in axes_sets(len(shape)):
-        check_layer("ExpandDims", {3: axes}, [], [x], tol=0)
-        check_layer("ExpandDims", {3: negative}, [], [x], tol=0)
+SWEEP = [(shape, axes) for shape in SHAPES for pair in axes_sets(len(shape)) for axes in pair]
 
 
-def test_no_axes_is_identity():
-    check_layer("ExpandDims", {}, [], [randn(rng("ed-none"), (3, 7, 13))], tol=0)
+@pytest.mark.parametrize("shape,axes", SWEEP, ids=str)
+@pytest.mark.parametrize("backend", backends("ExpandDims", grid=FAST))
+def test_axes(shape, axes, backend):
+    check(backend, "ExpandDims", {3: axes}, [], [randn(rng("expanddims", shape), shape)], **EXACT)
 
 
-def test_big():
-    check_layer("ExpandDims", {3: [1]}, [], [randn(rng("ed-big"), (3, 227, 227))], tol=0)
+@pytest.mark.parametrize("params,shape", [({3: [0]}, (8, 5)), ({}, (3, 7, 13)), ({}, (8, 7, 13))], ids=str)
+@pytest.mark.parametrize("backend", backends("ExpandDims"))
+def test_full_grid(params, shape, backend):
+    check(backend, "ExpandDims", params, [], [randn(rng("ed-g", shape), shape)], **EXACT)
+
+
+@pytest.mark.parametrize("backend", backends("ExpandDims", grid=FAST))
+def test_big(backend):
+    check(backend, "ExpandDims", {3: [1]}, [], [randn(rng("ed-big"), (3, 227, 227))], **EXACT)
 
 
 @pytest.mark.parametrize(
@@ -46,8 +55,16 @@ def test_bad_axes(axes, shape, caplog):
     assert ret != 0 and "ExpandDims" in caplog.text
 
 
-def test_legacy_flags_are_ignored():
+@pytest.mark.gpu
+def test_bad_axes_on_the_gpu(caplog):
+    x = randn(rng("ed-bad"), (3, 4, 5))
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(make_param("ExpandDims", {3: [0, 1]}, [x.shape]), make_bin([]), [x])
+    assert ret != 0 and "ExpandDims" in caplog.text
+
+
+@pytest.mark.parametrize("params", [{0: 1, 1: 1, 2: 1}, {0: 1, 3: [0]}], ids=str)
+@pytest.mark.parametrize("backend", backends("ExpandDims", grid=FAST))
+def test_legacy_flags_are_ignored(params, backend):
     # ncnn dropped expand_w/h/c (params 0-2) in 2021; its ExpandDims reads only the axes
-    x = randn(rng("ed-legacy"), (7, 13))
-    check_layer("ExpandDims", {0: 1, 1: 1, 2: 1}, [], [x], tol=0)
-    check_layer("ExpandDims", {0: 1, 3: [0]}, [], [x], tol=0)
+    check(backend, "ExpandDims", params, [], [randn(rng("ed-legacy"), (7, 13))], **EXACT)
