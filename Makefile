@@ -26,6 +26,7 @@ native:
 	$(PY) -m ncnn_c._native.build_plan
 	$(PY) -m ncnn_c._native.build_int8
 	$(PY) -m ncnn_c._native.build_winograd
+	$(PY) -m ncnn_c._native.build_llm
 
 capi:
 	$(PY) -m ncnn_c.capi --build

@@ -79,13 +79,17 @@ class NativeExecutor:
         mats = state.mats
         inputs = {i: m for i, m in enumerate(mats) if m is not None}
         for m in inputs.values():
-            if m.elemsize != 4 or m.elempack != 1:
+            # an empty Mat (a decoder's first kv cache) is only read by numpy layers
+            if (m.elemsize != 4 or m.elempack != 1) and not m.empty():
                 return None
         lo = view.layer_options(opt)
         opts = lo.per_layer
         key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))
         plans: NativePlans = view.native_plans
         plan = plans.take(key)
+        if plan is None:
+            loose = plans.loose_key(key)
+            plan = plans.take(loose) if loose is not None else None
         if plan is not None:
             saved = list(mats)
             try:
@@ -96,6 +100,8 @@ class NativeExecutor:
                 state.partial = True
                 return 0
             log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
+            if plan.dynamic:
+                plans.set_loose(key, None)  # more varies than it knew: record afresh
             state.mats = saved
             return None
         if not plans.wanted(key):
@@ -171,15 +177,28 @@ class NativeExecutor:
         for i, m in inputs.items():
             if state.mats[i] is None:
                 state.mats[i] = m
-        if not all(np.isfinite(a).all() for a in refs.values()):
-            return 0  # nothing to check a plan against: build one with the next (finite) input
+        if not all(np.isfinite(refs[o]).all() for o in outputs if o in refs):
+            # nothing to check a plan against: build one with the next (finite) input; a
+            # non-finite blob inside (a causal mask's -inf) is checked cell by cell
+            return 0
         plans: NativePlans = view.native_plans
         name = view.blobs[index].name
+        # blobs whose shapes differ from the family's last recording: a shape-loose plan
+        # (numpy layers for them, their inputs' shapes masked in its key) when some inputs
+        # kept theirs (a decode step: the kv cache and mask grow, the token's blobs do not)
+        prev = plans.seen(key, shapes)
+        dynamic: frozenset[int] = frozenset()
+        loose = None
+        if prev is not None:
+            changed = frozenset(b for b in set(prev) | set(shapes) if prev.get(b) != shapes.get(b))
+            varying = changed.intersection(inputs)
+            if varying and len(varying) < len(inputs):
+                dynamic, loose = changed, plans.loose_key(key, varying)
         # oneDNN splits a primitive's work for the OpenMP count it sees at creation; the
         # runs set their own (plan.c) and put the caller's back
         set_omp_threads(opt.num_threads)
         try:
-            plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts)
+            plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts, dynamic)
         except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
             if strict():
                 raise
@@ -207,9 +226,12 @@ class NativeExecutor:
             log.warning("%s: this shape keeps the numpy path", msg)
             plans.fail(key)
             return 0
-        plans.add(key, plan)
+        plans.add(loose or key, plan)
+        if loose is not None:
+            plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
         log.info(
-            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB",
+            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB%s",
             name, plan.native_layers, len(order), len(plan.segments), plan.arena_bytes // 1024,
+            f", {len(dynamic)} blobs of varying shape" if dynamic else "",
         )  # fmt: skip
         return 0

@@ -212,6 +212,7 @@ class NativePlan:
         shapes: dict[int, tuple],
         opts,
         consts=None,
+        dynamic: frozenset[int] = frozenset(),
     ) -> None:
         d = dnnl_module()
         self.dnnl = d.get()
@@ -220,6 +221,9 @@ class NativePlan:
         self.native_layers = 0
         self.layers = layers  # the net's, as built (a plan is dropped with them)
         self.shapes = shapes  # every blob's recorded Mat shape (shape_of)
+        # blobs whose shape may change from run to run (a decoder's growing kv cache and
+        # mask): only numpy layers read or write them, and their shapes are not checked
+        self.dynamic = dynamic
         self.step = 0  # primitives added so far: a value's lifetime is counted in these
         self._ops = ops
         self._consts: dict[int, np.ndarray] = consts or {}
@@ -330,6 +334,8 @@ class NativePlan:
             v.last = self.step
             return v
         # a blob from the caller or from a numpy layer: read in through a strided memory
+        if blob in self.dynamic:
+            raise Unsupported(f"blob {blob} changes shape from run to run")
         shape = self.shape(blob)
         dims = mat_dims(shape)
         if dims is None:
@@ -540,6 +546,8 @@ class NativePlan:
             raise Unsupported("a custom layer (registered by the application)")
         if t in skipped_types():
             raise Unsupported("listed in NCNN_C_NATIVE_SKIP")
+        if self.dynamic.intersection(layer.bottoms) or self.dynamic.intersection(layer.tops):
+            raise Unsupported("a blob whose shape changes from run to run")
         for b in layer.bottoms:
             if b not in self._deferred:
                 self.shape(b)
@@ -655,7 +663,7 @@ class NativePlan:
                     return ret
                 for t in self.layers[seg.layer].tops:
                     m = mats[t]
-                    if m is None or shape_of(m) != self.shapes.get(t):
+                    if m is None or (shape_of(m) != self.shapes.get(t) and t not in self.dynamic):
                         return 1
                 continue
             for mem, blob in seg.imports:
@@ -702,7 +710,12 @@ class NativePlans:
     A net whose input shape changes on every extract (an LLM's decode steps: the kv cache
     grows by one token each time) would record a plan per extract and never use one: after
     ``WASTED_LIMIT`` plans left the LRU unused, the net records no new ones (logged once;
-    plans already made keep running) until ``clear()``."""
+    plans already made keep running) until ``clear()``.
+
+    Shape-loose plans serve those decode steps: when two recordings of one family (target,
+    options, input blobs) differ in some inputs' shapes but not all, the blobs whose shapes
+    differed are ``dynamic`` in the next plan (numpy layers alone touch them) and its key
+    masks those inputs' shapes (``loose_key``), so one plan runs every later step."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -711,6 +724,32 @@ class NativePlans:
         self.failed: set[tuple] = set()
         self.built = 0
         self.wasted = 0
+        self._seen: dict[tuple, dict[int, tuple]] = {}  # family -> last recording's blob shapes
+        self._loose: dict[tuple, frozenset[int]] = {}  # family -> inputs whose shapes vary
+
+    def seen(self, key: tuple, shapes: dict[int, tuple]) -> dict[int, tuple] | None:
+        """The blob shapes of the last recording of ``key``'s family (None: the first);
+        ``shapes`` become the last."""
+        with self._lock:
+            prev = self._seen.get(_family(key))
+            self._seen[_family(key)] = dict(shapes)
+            return prev
+
+    def loose_key(self, key: tuple, inputs: frozenset[int] | None = None) -> tuple | None:
+        """``key`` with the shapes of its family's varying inputs masked (``inputs``, or the
+        ones ``set_loose`` gave), or None when the family has none."""
+        with self._lock:
+            dyn = inputs if inputs is not None else self._loose.get(_family(key))
+        if dyn is None:
+            return None
+        return (*key[:2], tuple((i, None if i in dyn else s) for i, s in key[2]), "loose")
+
+    def set_loose(self, key: tuple, inputs: frozenset[int] | None) -> None:
+        with self._lock:
+            if inputs is None:
+                self._loose.pop(_family(key), None)
+            else:
+                self._loose[_family(key)] = inputs
 
     def take(self, key: tuple):
         """A free plan of ``key`` (locked for the caller), or None."""
@@ -757,9 +796,16 @@ class NativePlans:
             self._uses.clear()
             self.failed.clear()
             self.wasted = 0
+            self._seen.clear()
+            self._loose.clear()
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._plans.values())
+
+
+def _family(key: tuple) -> tuple:
+    """(target, options, input blobs) of a plan key."""
+    return (key[0], key[1], tuple(i for i, _ in key[2]))
 
 
 def skipped_types() -> set[str]:

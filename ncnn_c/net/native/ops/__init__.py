@@ -12,12 +12,14 @@ the layers of ``chain`` it took in. A type missing here is always numpy.
 * ``reduce``: Pooling, Reduction, Softmax, LRN, Interp.
 * ``shape``: Split / Dropout / Noop, Concat, Flatten / Reshape, ShuffleChannel, Slice,
   Crop, Padding, Permute.
+* ``transformer``: Gemm, RMSNorm, RotaryEmbed, the grouped-query head repeat (ExpandDims ->
+  Tile -> Reshape).
 """
 
 from __future__ import annotations
 
 from ..plan import Builder, NativePlan, Ops, Segment
-from . import conv, eltwise, int8, reduce, shape
+from . import conv, eltwise, int8, reduce, shape, transformer
 
 
 def _fusing(build: Builder) -> Builder:
@@ -54,18 +56,25 @@ BUILDERS: dict[str, Builder] = {
     **dict.fromkeys(("Split", "Dropout", "Noop"), shape.passthrough),
     "Concat": shape.concat,
     "Flatten": shape.reshape,
-    "Reshape": shape.reshape,
+    "Reshape": transformer.reshape(shape.reshape),
     "ShuffleChannel": shape.shufflechannel,
     "Slice": shape.slice_layer,
     "Crop": shape.crop,
     "Padding": shape.padding,
     "Permute": shape.permute,
+    "Gemm": transformer.gemm,
+    "RMSNorm": transformer.rmsnorm,
+    "RotaryEmbed": transformer.rotaryembed,
 }
 
 # an int8 layer must quantize what the numpy layers give, bit for bit
 BUILDERS = {t: int8.exact_before_int8(b) for t, b in BUILDERS.items()}
 
-OPS = Ops(builders=BUILDERS, chains=conv.chains, deferrals=(conv.pad_folds, shape.shuffled_concats))
+OPS = Ops(
+    builders=BUILDERS,
+    chains=conv.chains,
+    deferrals=(conv.pad_folds, shape.shuffled_concats, transformer.repeated_heads),
+)
 
 # layer types with a native form (in some shapes and settings): their inputs need no copy;
 # MemoryData and PriorBox (and what reads only them) are constants of a plan

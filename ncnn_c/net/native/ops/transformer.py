@@ -1,0 +1,258 @@
+"""The transformer decoders' layers in the native plan: Gemm, RMSNorm, RotaryEmbed, and the
+grouped-query head repeat (ExpandDims -> Tile -> Reshape).
+
+* **Gemm** with constant weights (``constantB``) and an input A: oneDNN's inner product over
+  the layer's own weight array, ``(N, K)`` row-major as ``transB=1`` stores it (no packed
+  copy: oneDNN's GEMM reads the plain weights, so plans of several shapes share one copy of
+  a model's weights, and at M=1 it is the memory-bound GEMV it should be). A per-N constant
+  C is its bias (``beta`` folded in), ``alpha`` an eltwise post-op. Input C, int8
+  (``quantize_term``), transposed or N1M outputs stay numpy.
+* **RMSNorm** and **RotaryEmbed**: one C step each (``_native/llm.c``) over the plain layout.
+* **GQA head repeat**: LLM exports repeat each kv head for the query heads sharing it as
+  ExpandDims (c, h, w) -> (c, 1, h, w), Tile along that axis, Reshape to (c * r, h, w). The
+  plan has no 4-D values, so ExpandDims and Tile are deferred to the Reshape
+  (``repeated_heads``), which copies each head r times into place (strided reorders).
+
+SDPA has no native form: its kv cache grows every decode step, so it stays a numpy layer
+between the segments; the executor's shape-loose plans (``plan.NativePlan.dynamic``) keep
+the rest of a decode step native while the cache grows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import numpy as np
+
+from ..plan import (
+    PLAIN,
+    Make,
+    NativePlan,
+    Segment,
+    Unsupported,
+    builtin,
+    dnnl_module,
+    mat_dims,
+    skipped_types,
+)
+
+log = logging.getLogger("ncnn_c")
+
+
+@functools.cache
+def kernels():
+    """(ffi, {name: address}) of the ``_llm`` extension's steps, or None when it cannot be
+    loaded (it loads after oneDNN, whose libgomp runs its OpenMP loops)."""
+    if dnnl_module().get() is None:
+        return None
+    try:
+        from ...._native import _llm
+    except ImportError as e:
+        log.info("native plan: RMSNorm and RotaryEmbed stay numpy: the _llm extension is not built: %s", e)
+        return None
+    ffi, lib = _llm.ffi, _llm.lib
+    names = ("ncnnc_rmsnorm", "ncnnc_rope")
+    return ffi, {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in names}
+
+
+def _kernel(name: str, ctype: str, fields: dict, keep=()):
+    got = kernels()
+    if got is None:
+        raise Unsupported("the _llm extension is not built")
+    ffi, fns = got
+    ctx = ffi.new(ctype, fields)
+    return dnnl_module().Kernel(fns[name], int(ffi.cast("uintptr_t", ctx)), (ctx, *keep))
+
+
+def _elements(shape: tuple) -> int:
+    dims = mat_dims(shape)
+    if dims is None:
+        raise Unsupported("not an fp32 1/2/3-D blob")
+    return int(np.prod(dims))
+
+
+# -- Gemm ----------------------------------------------------------------------------------
+def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
+    """Gemm of an input A and constant B: an inner product over the plain weights."""
+    if layer.quantize_term or layer.constantA or not layer.constantB or layer.transA:
+        raise Unsupported("int8, a constant A, an input B or a transposed A")
+    if layer.output_transpose or layer.output_N1M or len(layer.bottoms) != 1 or len(layer.tops) != 1:
+        raise Unsupported("a transposed or N1M output, or an input C")
+    if layer.B_data.elemsize != 4:
+        raise Unsupported("weights not fp32")
+    if layer._B is None:
+        layer._prepare()
+    ishape, oshape = plan.shape(layer.bottoms[0]), plan.shape(layer.tops[0])
+    dims, w, h, _d, c, _es, _ep = ishape
+    if dims == 1:
+        m = 1
+    elif dims == 2:
+        m = h
+    elif dims == 3 and h == 1:
+        m = c
+    else:
+        raise Unsupported("A must be 1-D, 2-D or (c, 1, w)")
+    k, n = layer._B.shape
+    if w != k or oshape[:3] != (2, n, m):
+        raise Unsupported(f"A {ishape} and B ({k}, {n}) do not give the recorded {oshape}")
+    d, dn = dnnl_module(), plan.dnnl
+    # (N, K) row-major: the layer's own array when transB (no copy), else a transposed copy
+    weights = plan.const(np.ascontiguousarray(layer._B.T), (n, k), "ab")
+    bias = None
+    if layer._C is not None:
+        cvals = np.asarray(layer._C, np.float32)
+        if cvals.shape != (1, n):
+            raise Unsupported("a constant C that is not per-N")
+        bias = plan.const(cvals.reshape(n), (n,), "a")
+    post = [] if layer.alpha == 1.0 else [("linear", float(layer.alpha), 0.0)]
+    pd = dn.inner_product(
+        dn.md((m, k), "ab"), weights.md, bias.md if bias else None, dn.md((m, n), "ab"), post
+    )
+    if pd.md("weights", (n, k)) != weights.md:
+        raise Unsupported("oneDNN wants the weights packed")
+    src = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0]))), (m, k))
+    args = [(d.ARG_WEIGHTS, weights)] + ([(d.ARG_BIAS, bias)] if bias is not None else [])
+    out = plan.new_value(dn.md((m, n), "ab"), oshape)
+    plan.run1(seg, pd, src, out, args)
+    odims = (1, m, n)  # the 2-D top's canonical dims
+    plan.set_top(layer, plan.alias(out, dn.md(odims, PLAIN[3]), 0, oshape))
+
+
+# -- RMSNorm, RotaryEmbed ------------------------------------------------------------------
+def rmsnorm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
+    """RMSNorm over rows of its slice length (ncnn's rule, ``layer/rmsnorm.py``), one C step."""
+    shape = plan.shape(layer.bottoms[0])
+    dims, w, h, _d, _c, _es, _ep = shape
+    if dims not in (1, 2, 3):
+        raise Unsupported("a 4-D blob")
+    n = w if dims <= 2 or layer.affine_size == w else w * h
+    if layer.affine and (n != layer.affine_size or layer.gamma_data.size != n):
+        raise Unsupported("affine_size does not match the blob")
+    src = plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0])))
+    got = kernels()
+    if got is None:
+        raise Unsupported("the _llm extension is not built")
+    ffi = got[0]
+    gamma = np.ascontiguousarray(layer.gamma_data, np.float32) if layer.affine else None
+    fields = {
+        "rows": _elements(shape) // n,
+        "n": n,
+        "eps": float(layer.eps),
+        "gamma": ffi.cast("const float *", gamma.ctypes.data) if gamma is not None else ffi.NULL,
+    }
+    k = _kernel("ncnnc_rmsnorm", "ncnnc_rmsnorm_ctx *", fields, (gamma,))
+    out = plan.top(layer, src.md)
+    d = dnnl_module()
+    src.last = plan.step
+    plan.add(seg, k, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
+
+
+def rotaryembed(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
+    """RotaryEmbed of x (heads, seqlen, dim) with cos / sin rows, one C step."""
+    if len(layer.bottoms) != 3 or len(layer.tops) != 1:
+        raise Unsupported("needs x, cos and sin")
+    xs, cs, ss = (plan.shape(b) for b in layer.bottoms)
+    dims, dim, seqlen, _d, heads, _es, _ep = xs
+    heads = heads if dims == 3 else 1
+    if dims not in (2, 3) or dim % 2:
+        raise Unsupported("x must be (heads, seqlen, dim) with an even dim")
+    for s in (cs, ss):
+        if s[0] != 2 or s[2] < seqlen or s[1] < dim // 2 or s[1] != cs[1]:
+            raise Unsupported("cos / sin caches too small or of different widths")
+    x = plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0])))
+    cos = plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[1])))
+    sin = plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[2])))
+    fields = {
+        "heads": heads,
+        "seqlen": seqlen,
+        "dim": dim,
+        "cos_stride": cs[1],
+        "interleaved": 1 if layer.interleaved else 0,
+    }
+    k = _kernel("ncnnc_rope", "ncnnc_rope_ctx *", fields)
+    out = plan.top(layer, x.md)
+    d = dnnl_module()
+    for v in (x, cos, sin):
+        v.last = plan.step
+    args = [(d.ARG_SRC, plan.mem(v)) for v in (x, cos, sin)]
+    plan.add(seg, k, args + [(d.ARG_DST, plan.mem(out))])
+
+
+# -- grouped-query head repeat ---------------------------------------------------------------
+def _unmade(plan: NativePlan, seg: Segment, layer) -> None:
+    # the 4-D blob between ExpandDims, Tile and Reshape has no native form; repeated_heads
+    # defers them only where the Reshape is their blob's one reader
+    raise Unsupported(f"{layer.type} {layer.name!r}: a 4-D blob")
+
+
+def repeated_heads(plan: NativePlan, order, consumers, readers) -> dict[int, Make]:
+    """ExpandDims (c, h, w) -> (c, 1, h, w), then Tile to (c, r, h, w), then Reshape to
+    (c * r, h, w), each the previous one's only reader: the first two are left to the
+    Reshape (``reshape``), which repeats each head r times."""
+    skipped = skipped_types()
+    if {"fusion", "ExpandDims", "Tile", "Reshape"} & skipped:
+        return {}
+    layers, outputs = plan.layers, set(plan.outputs)
+    out: dict[int, Make] = {}
+    for li in order:
+        ex = layers[li]
+        if ex.type != "ExpandDims" or not builtin(ex) or len(ex.tops) != 1 or len(ex.bottoms) != 1:
+            continue
+        chain = [li]
+        for want in ("Tile", "Reshape"):
+            top = layers[chain[-1]].tops[0]
+            nxt = readers.get(top, [])
+            if consumers.get(top, 0) != 1 or top in outputs or len(nxt) != 1:
+                break
+            layer = layers[nxt[0]]
+            if layer.type != want or not builtin(layer) or len(layer.tops) != 1 or len(layer.bottoms) != 1:
+                break
+            chain.append(nxt[0])
+        if len(chain) == 3 and _repeat(plan, *(layers[i] for i in chain)) is not None:
+            out[chain[0]] = _unmade
+            out[chain[1]] = _unmade
+    return out
+
+
+def _repeat(plan: NativePlan, ex, tile, rs) -> int | None:
+    """The repeat count r when the recorded shapes are (c, h, w) -> (c, 1, h, w) ->
+    (c, r, h, w) -> (c * r, h, w), else None."""
+    s0, s1, s2, s3 = (plan.shapes.get(b) for b in (ex.bottoms[0], ex.tops[0], tile.tops[0], rs.tops[0]))
+    if s0 is None or s1 is None or s2 is None or s3 is None:
+        return None
+    _, w, h, _, c, es, ep = s0
+    if s0[0] != 3 or es != 4 or ep != 1:
+        return None
+    if s1[:5] != (4, w, h, 1, c) or s2[0] != 4 or s2[1:3] != (w, h) or s2[4] != c:
+        return None
+    r = s2[3]
+    return r if s3[:5] == (3, w, h, 1, c * r) else None
+
+
+def reshape(plain_reshape):
+    """The Reshape builder: the head repeat where ``repeated_heads`` left its ExpandDims and
+    Tile to it, else ``plain_reshape``."""
+
+    def build(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
+        tile = plan.deferred(layer.bottoms[0])
+        if tile is None or tile.type != "Tile":
+            return plain_reshape(plan, layer, seg, opt, chain)
+        ex = plan.deferred(tile.bottoms[0])
+        r = _repeat(plan, ex, tile, layer) if ex is not None else None
+        if ex is None or r is None:
+            raise Unsupported("a Tile left to it without its ExpandDims")
+        plan.take_deferred(layer.bottoms[0])
+        plan.take_deferred(tile.bottoms[0])
+        dn = plan.dnnl
+        oshape = plan.shape(layer.tops[0])
+        _, w, h, _, c, _, _ = plan.shape(ex.bottoms[0])
+        src = plan.plain(seg, plan.canon(seg, plan.value(seg, ex.bottoms[0])))
+        out = plan.top(layer, dn.md((1, c * r, h, w), "abcd"))
+        # head j of the output is head j // r of the input: r strided copies
+        strides = (c * r * h * w, r * h * w, w, 1)
+        for i in range(r):
+            view = plan.alias(out, dn.md((1, c, h, w), strides=strides), i * h * w * 4, oshape)
+            plan.copy(seg, src, view)
+
+    return build

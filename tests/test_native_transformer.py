@@ -1,0 +1,144 @@
+"""The transformer decoders' layers in the native CPU plan (ncnn_c/net/native/ops/transformer.py):
+Gemm with constant weights, RMSNorm, RotaryEmbed and the grouped-query head repeat
+(ExpandDims -> Tile -> Reshape), each in a small network that must run wholly natively and
+agree with the numpy layers and the PyPI ncnn (test_native_ops.check); and the shape-loose
+plans that keep a decoder's steps native while its kv cache grows."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+from conftest import MODELS
+from test_native_ops import check
+
+import ncnn_c
+from ncnn_c.tools.bench import LLMSpec, llm_inputs, llm_step, load_llm
+from ncnn_c.tools.randbin import random_weights
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="no oneDNN wheel for this architecture"
+)
+
+
+@pytest.fixture(autouse=True)
+def _strict(monkeypatch):
+    monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
+
+
+def _input(name: str) -> str:
+    return f"Input {name} 0 1 {name}"
+
+
+@pytest.mark.parametrize(
+    "shape, params",
+    [
+        ((5, 48), "7=0 8=40 9=48 10=-1"),  # M=5 rows, no C
+        ((1, 48), "7=1 8=40 9=48 10=-1"),  # a decode step's one row
+        ((48,), "8=24 9=48 10=-1"),  # a 1-D A
+        ((3, 1, 48), "8=24 9=48 10=-1"),  # (c, 1, w): a row per channel
+        ((4, 48), "8=40 9=48 10=4"),  # a per-N constant C as the bias
+        ((4, 48), "0=0.5 1=2.0 8=40 9=48 10=4"),  # alpha and beta
+    ],
+)
+def test_gemm_constant_weights(tmp_path, shape, params):
+    lines = [_input("data"), f"Gemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 {params}"]
+    check(tmp_path, lines, {"data": shape}, ["out"])
+
+
+def test_gemm_with_an_input_b_stays_numpy(tmp_path):
+    lines = [_input("a"), _input("b"), "Gemm g 2 1 a b y 2=0 3=1", "ReLU r 1 1 y out"]
+    check(tmp_path, lines, {"a": (4, 16), "b": (8, 16)}, ["out"], numpy_layers=1)
+
+
+@pytest.mark.parametrize(
+    "shape, params",
+    [
+        ((6, 32), "0=32 1=1e-6 2=1"),  # rows
+        ((32,), "0=32 1=1e-3 2=1"),  # 1-D
+        ((4, 3, 16), "0=16 1=1e-6 2=1"),  # each row of each channel (q/k norms per head)
+        ((4, 3, 16), "0=48 1=1e-6 2=1"),  # each channel
+        ((5, 24), "0=24 1=1e-6 2=0"),  # no gamma
+    ],
+)
+def test_rmsnorm(tmp_path, shape, params):
+    check(tmp_path, [_input("data"), f"RMSNorm r 1 1 data out {params}"], {"data": shape}, ["out"])
+
+
+@pytest.mark.parametrize(
+    "x, cache, interleaved",
+    [
+        ((4, 6, 16), (6, 8), 0),  # halves
+        ((4, 6, 16), (6, 8), 1),  # neighbours
+        ((6, 16), (9, 10), 0),  # one head; caches longer and wider than needed
+        ((2, 1, 128), (1, 64), 0),  # a decode step
+    ],
+)
+def test_rotaryembed(tmp_path, x, cache, interleaved):
+    lines = [_input("x"), _input("cos"), _input("sin"), f"RotaryEmbed rope 3 1 x cos sin out 0={interleaved}"]
+    check(tmp_path, lines, {"x": x, "cos": cache, "sin": cache}, ["out"])
+
+
+@pytest.mark.parametrize("c, r", [(2, 3), (8, 2)])
+def test_grouped_query_head_repeat(tmp_path, c, r):
+    """ExpandDims, Tile and Reshape as LLM exports write the kv-head repeat: one native copy
+    per repeat, no 4-D blob."""
+    h, w = 5, 16
+    lines = [
+        _input("data"),
+        "ExpandDims e 1 1 data x -23303=1,1",
+        f"Tile t 1 1 x y -23302=4,1,{r},1,1",
+        f"Reshape rs 1 1 y out 0={w} 1=-1 2={c * r}",
+    ]
+    check(tmp_path, lines, {"data": (c, h, w)}, ["out"])
+
+
+def test_a_tile_read_twice_stays_numpy(tmp_path):
+    """The repeat is fused only where the Reshape is the Tile's one reader."""
+    lines = [
+        _input("data"),
+        "ExpandDims e 1 1 data x -23303=1,1",
+        "Tile t 1 1 x y -23302=4,1,2,1,1",
+        "Split s 1 2 y y0 y1",
+        "Reshape rs 1 1 y0 out 0=16 1=-1 2=4",
+        "Reshape rs2 1 1 y1 z 0=16 1=-1 2=4",
+        "ReLU r 1 1 z out2",
+    ]
+    # ExpandDims, Tile, and what reads the 4-D blob (Split, both Reshapes): numpy
+    check(tmp_path, lines, {"data": (2, 5, 16)}, ["out", "out2"], numpy_layers=5)
+
+
+def test_decode_steps_share_one_shape_loose_plan(tmp_path):
+    """A decoder's steps: the first decode steps record, then one plan whose kv cache and
+    mask blobs are of varying shape (SDPA runs in numpy between its segments) runs every
+    later step; its logits are the numpy layers'."""
+    name = "qwen3_0.6b_2layer"
+    param = tmp_path / f"{name}_decoder.ncnn.param"
+    param.write_text((MODELS / "llm" / f"{name}_decoder.ncnn.param").read_text())
+    weights = tmp_path / f"{name}_decoder.ncnn.bin"
+    weights.write_bytes(random_weights(str(param), seed=0))
+    spec = LLMSpec(str(param))
+    results = []
+    for native in (True, False):
+        decoder, _ = load_llm(ncnn_c, str(param), str(weights), "cpu", 1)
+        decoder.native_plan = native
+        rng = np.random.default_rng(0)
+        cache, past, outs = None, 0, []
+        for step in range(8):
+            cur = 4 if step == 0 else 1
+            hidden, cache = llm_step(ncnn_c, decoder, None, spec, llm_inputs(spec, cur, past, rng), cache)
+            outs.append(hidden)
+            past += cur
+            if native and step == 3:
+                built = decoder._view.native_plans.built
+        if native:
+            plans = decoder._view.native_plans
+            assert plans.built == built, "a decode step recorded a plan after the shape-loose one"
+            loose = [p for k, ps in plans._plans.items() if k[-1] == "loose" for p in ps]
+            assert len(loose) == 1 and loose[0].dynamic
+            numpy_types = [loose[0].layers[s.layer].type for s in loose[0].segments if s.layer >= 0]
+            assert set(numpy_types) <= {"SDPA", "Split"}, numpy_types  # the mask's Split
+        results.append(outs)
+    for a, b in zip(*results, strict=True):
+        assert np.linalg.norm(a - b) <= 1e-4 * np.linalg.norm(b)
