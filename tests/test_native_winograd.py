@@ -16,8 +16,11 @@ import platform
 
 import numpy as np
 import pytest
+import test_networks as tn
+from oracle import FP32_FLAGS, rel_l2, run_ncnn, run_ncnn_isolated
 from test_native_ops import _in, check, conv
 
+import ncnn_c
 from ncnn_c._native import dnnl
 from ncnn_c.net.native.ops import winograd
 
@@ -193,3 +196,39 @@ def test_transformed_weights_reproduce_a_correlation():
         y = at @ (u * (bt @ d @ bt.T)) @ at.T
         want = np.array([[np.sum(d[i : i + 3, j : j + 3] * k[0, 0]) for j in range(m)] for i in range(m)])
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "model", ["resnet50", "yolov4-tiny", "squeezenet_ssd", pytest.param("vgg16", marks=pytest.mark.slow)]
+)
+def test_networks_through_the_plan(model):
+    # test_networks compares the first extract (the numpy layers that record the plan); here
+    # the second, the plan with its Winograd layers, meets the same bars against the PyPI ncnn
+    param = tn.BENCH / f"{model}.param"
+    wts = tn.weights(str(param), False)
+    inputs, outputs = tn.parse_param(param)
+    g = np.random.default_rng(0)
+    arrays = [g.standard_normal(shape).astype(np.float32) for _, shape in inputs]
+    text = param.read_text()
+    names = [n for n, _ in outputs]
+    oracle = run_ncnn_isolated if "DetectionOutput" in text else run_ncnn
+    ret, ref = oracle(text, wts, arrays, len(names), [n for n, _ in inputs], names)
+    assert ret == 0
+    net = ncnn_c.Net()
+    for key, value in FP32_FLAGS.items():
+        setattr(net.opt, key, value)
+    assert net.load_param_mem(text) == 0 and net.load_model_mem(wts) == 0
+    for _ in range(2):
+        with net.create_extractor() as ex:
+            for (name, _), a in zip(inputs, arrays, strict=True):
+                assert ex.input(name, ncnn_c.Mat(a)) == 0
+            got = [np.array(ex.extract(n)[1].numpy(), copy=True) for n in names]
+    (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    assert "winograd63" in winograd.forms(plan).values() or "winograd43" in winograd.forms(plan).values()
+    for (name, typ), g_out, r_out in zip(outputs, got, ref, strict=True):
+        if typ in tn.DETECTION_TYPES:
+            tn.assert_same_detections(g_out, r_out, name, tn.detection_thresholds(text), 1e-4)
+            continue
+        assert rel_l2(g_out, r_out.reshape(g_out.shape)) <= tn.NET_TOL
+        if r_out.ndim == 1 and r_out.size >= 10:
+            assert int(np.argmax(g_out)) == int(np.argmax(r_out))

@@ -114,6 +114,14 @@ int ncnnc_wino_lanes(void)
 #endif
 }
 
+int omp_get_max_threads(void);
+
+/* the OpenMP thread count of the calling thread: the plan's, while it is built */
+int ncnnc_wino_threads(void)
+{
+    return omp_get_max_threads();
+}
+
 /* plan.c kernels: ptrs = {src, dst} */
 void ncnnc_wino_input(const void *ctx, void *const *ptrs)
 {

@@ -5,7 +5,8 @@ oneDNN 3.2 has no fp32 Winograd on x86 (``dnnl_convolution_winograd`` is unimple
 Winograd F(6,3). Here a convolution becomes three steps: the input transform
 (``_native/winograd.c``, a plan.c kernel) from oneDNN's blocked layout into the n*n
 GEMM inputs V[n*n][tiles][K], oneDNN's batched matmul against the transformed weights
-U[n*n][K][N] (transformed in float64 and prepacked once, when the plan is built) and the
+U[n*n][K][N] (transformed in float64 a few output channels at a time and prepacked once,
+when the plan is built; the plan keeps the packed copy alone) and the
 output transform with bias and the activation back into the blocked layout. A residual add
 after the convolution keeps the direct kernel (it has the add as a post-op); activations
 other than ReLU / leaky ReLU / Clip run as one eltwise primitive after the output transform.
@@ -62,15 +63,28 @@ G = {
 }
 
 
-def transform_weights(weight: np.ndarray, m: int) -> np.ndarray:
+# bytes of float64 intermediates per slice of output channels in transform_weights
+TRANSFORM_BYTES = 4 << 20
+
+
+def transform_weights(weight: np.ndarray, m: int, out: np.ndarray | None = None) -> np.ndarray:
     """U = G g G^T of each (output, input) 3x3 kernel of ``weight`` (oc, c, 3, 3), in float64:
-    (n*n, c, oc) float32, position a*n + k for row a, column k of the n x n tile."""
+    (n*n, c, oc) float32, position a*n + k for row a, column k of the n x n tile; written
+    into ``out`` (a view of the padded U, say) when given. A few output channels at a time:
+    the whole layer's float64 intermediates are 14x its kernel (a 512-channel layer's
+    134 MB), which set the first extract's peak memory."""
     g = np.array(G[m], np.float64)
     n = m + 2
-    w = np.asarray(weight, np.float64)
-    t = np.tensordot(g, w, axes=([1], [2]))  # (n, oc, c, 3)
-    u = np.tensordot(t, g, axes=([3], [1]))  # (n, oc, c, n)
-    return np.ascontiguousarray(u.transpose(0, 3, 2, 1).reshape(n * n, w.shape[1], w.shape[0]), np.float32)
+    oc, c = weight.shape[:2]
+    if out is None:
+        out = np.empty((n * n, c, oc), np.float32)
+    step = max(1, TRANSFORM_BYTES // (8 * n * n * c))
+    for o in range(0, oc, step):
+        w = np.asarray(weight[o : o + step], np.float64)
+        t = np.tensordot(g, w, axes=([1], [2]))  # (n, step, c, 3)
+        u = np.tensordot(t, g, axes=([3], [1]))  # (n, step, c, n)
+        out[:, :, o : o + step] = u.transpose(0, 3, 2, 1).reshape(n * n, c, -1)
+    return out
 
 
 _mod = None
@@ -132,23 +146,23 @@ def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
     return min((0, 6, 4), key=lambda m: cost(m, c, oc, oh, ow, lanes))
 
 
-# V + M of a chunk (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
+# V + M of a chunk per thread (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
 # above which one pass over all tiles is faster (measured: docs/decisions.md)
 CHUNK_BYTES = 2 << 20
 CHUNK_MIN = 16
 CHUNK_WEIGHTS = 4 << 20
 
 
-def chunk_tiles(tiles: int, kp: int, np_: int, n: int) -> int:
-    """Tiles per chunk: V and M of a chunk should stay in cache between the steps, unless
-    the weights are the larger part (their reads repeat per chunk).
-    ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
+def chunk_tiles(tiles: int, kp: int, np_: int, n: int, threads: int) -> int:
+    """Tiles per chunk: V and M of a chunk should stay in the caches of the ``threads``
+    cores between the steps, unless the weights are the larger part (their reads repeat
+    per chunk). ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
     v = os.environ.get("NCNN_C_WINOGRAD_CHUNK", "").strip()
     if v:
         return int(v) or tiles
     if n * n * kp * np_ * 4 > CHUNK_WEIGHTS:
         return tiles
-    return max(CHUNK_MIN, min(tiles, CHUNK_BYTES // (n * n * (kp + np_) * 4)))
+    return max(CHUNK_MIN, min(tiles, max(1, threads) * CHUNK_BYTES // (n * n * (kp + np_) * 4)))
 
 
 # the activations the output transform applies: (ncnnc_wino.act, a0, a1)
@@ -204,7 +218,7 @@ def convolution(
     tiles = tiles_w * tiles_h
     kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
     u = np.zeros((n * n, kp, np_), np.float32)
-    u[:, :c, :oc] = transform_weights(weight, m)
+    transform_weights(weight, m, u[:, :c, :oc])
     bias_p = np.zeros(np_, np.float32)
     if bias is not None:
         bias_p[:oc] = bias
@@ -223,7 +237,8 @@ def convolution(
 
     ffi = mod.ffi
     nhwc = tag == "acdb"
-    chunk = chunk_tiles(tiles, kp, np_, n)
+    # the plan's thread count is OpenMP's while it is built (executor.py)
+    chunk = chunk_tiles(tiles, kp, np_, n, mod.lib.ncnnc_wino_threads())
     chunks = -(-tiles // chunk)
     chunk = -(-tiles // chunks)  # the last one padded by fewer tiles (they read zeros, write nothing)
     base = dict(
