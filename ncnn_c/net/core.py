@@ -415,6 +415,9 @@ class Net:
             for i, layer in enumerate(self._view.layers)
             if use_vk and layer.support_vulkan and opts[i].use_vulkan_compute
         ]
+        if gpu is not None:  # int8 layers quantize fp32 blobs, as on the CPU: storage per layer
+            vulkan_forward.keep_fp32_before_int8(self._view, on_gpu, opts)
+            opts = [get_layer_option(self.opt, layer) for layer in self._view.layers]
         threads = self._pipeline_threads(len(on_gpu)) if use_vk else 1
         if gpu is not None and threads > 1:
             ret = self._load_streamed(mb, gpu, opts, on_gpu, threads)

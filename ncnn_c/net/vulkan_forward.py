@@ -33,6 +33,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ..errors import PipelineGone
 from ..layer import Layer
 from ..mat import Mat
@@ -90,6 +92,21 @@ def _gpu_modules() -> GpuApi:
     )
 
 
+@functools.cache
+def _int8_marks() -> Any:
+    """layer/vulkan/_int8.py, which keeps the mark of GPU blobs holding int8 values; imported
+    at first need, from the GPU paths only."""
+    from ..layer.vulkan import _int8
+
+    return _int8
+
+
+def keep_fp32_before_int8(view: NetView, on_gpu: list[int], opts: list[Option]) -> None:
+    """At load, before the pipelines: the GPU layers whose tops int8 layers quantize keep fp32
+    storage (layer/vulkan/_int8.py, keep_fp32_before_int8)."""
+    _int8_marks().keep_fp32_before_int8(view.blobs, view.layers, on_gpu, opts)
+
+
 def _gpu() -> GpuApi:
     """The GPU modules, imported on first use (tests replace this function)."""
     return _gpu_modules()
@@ -121,11 +138,24 @@ def _signature(m: Mat) -> tuple:
     return (m.dims, m.w, m.h, m.d, m.c, m.elemsize, m.elempack)
 
 
+def _is_int8(m: Mat | None) -> bool:
+    """Whether host blob ``m`` is an 8-bit Mat (int8, or uint8 bytes kept as int8)."""
+    return m is not None and m.elemsize == m.elempack == 1
+
+
+def _as_int8(m: Mat) -> Mat:
+    """A downloaded blob (fp32 elempack 1) that holds int8 values, as the int8 Mat the CPU
+    net has there: a GPU blob has no 8-bit form, so the int8 values of a Quantize, a
+    Requantize or a requantizing int8 layer travel widened (layer/vulkan/_int8.py), and come
+    back as what a CPU layer reading them, or extract, gets on the CPU."""
+    return Mat.from_tensor(np.asarray(m.tensor(), dtype=np.float32).astype(np.int8))
+
+
 def _upload_source(mat: Mat | None) -> Mat | None:
     """What an upload of host blob ``mat`` copies: fp32 elempack 1. 8-bit Mats (int8, and
     uint8 arrays, whose bytes Mat keeps as int8) are widened by value, as the CPU layers
     read them; GPU blobs have no 8-bit form."""
-    if mat is not None and (needs_unpack(mat) or mat.elemsize == mat.elempack == 1):
+    if mat is not None and (needs_unpack(mat) or _is_int8(mat)):
         return unpack_fp32(mat)
     return mat
 
@@ -134,12 +164,13 @@ class _Segment:
     """One command buffer of a recording: where each upload's bytes go, which blob each
     download fills."""
 
-    __slots__ = ("cmd", "uploads", "downloads")
+    __slots__ = ("cmd", "uploads", "downloads", "int8")
 
     def __init__(self, cmd) -> None:
         self.cmd = cmd
         self.uploads: list[tuple[int, int, int, tuple]] = []  # (blob, address, nbytes, signature)
         self.downloads: list[int] = []  # blob of each download, in recording order
+        self.int8: set[int] = set()  # downloaded blobs that hold int8 values (_as_int8)
 
 
 class Recording:
@@ -256,12 +287,13 @@ class _Run:
     """One extract's recording state: the VkCompute being recorded, and the Recording
     (with its current segment) when the work is kept for replay."""
 
-    __slots__ = ("gpu", "vkdev", "cmd", "rec", "seg")
+    __slots__ = ("gpu", "vkdev", "cmd", "rec", "seg", "int8")
 
     def __init__(self, gpu, vkdev, rec: Recording | None) -> None:
         self.gpu = gpu
         self.vkdev = vkdev
         self.rec = rec
+        self.int8: list[int] = []  # int8 downloads to narrow after the next submit
         self.cmd: Any = None  # a VkCompute (or a test's stand-in)
         self.seg: _Segment | None = None
         self._new_cmd()
@@ -293,9 +325,19 @@ class _Run:
         if self.seg is not None and where is not None:
             self.seg.uploads.append((blob, where[0], where[1], sig))
 
-    def downloaded(self, blob: int) -> None:
+    def downloaded(self, blob: int, int8: bool) -> None:
+        if int8:
+            self.int8.append(blob)
         if self.seg is not None:
             self.seg.downloads.append(blob)
+            if int8:
+                self.seg.int8.add(blob)
+
+    def narrow(self, mats: list) -> None:
+        """After a submit: the downloaded int8 blobs become int8 Mats (_as_int8)."""
+        for b in self.int8:
+            mats[b] = _as_int8(mats[b])
+        self.int8.clear()
 
 
 class VulkanExecutor:
@@ -399,13 +441,15 @@ class VulkanExecutor:
                 return ret
         if state.mats[index] is None:
             m = Mat()
-            self._record_download(run.cmd, gpu, state.vkmats[index], m, opt)
-            run.downloaded(index)
+            vk = state.vkmats[index]
+            self._record_download(run.cmd, gpu, vk, m, opt)
+            run.downloaded(index, _int8_marks().holds_int8(vk))
             ret = run.cmd.submit_and_wait()
             if ret != 0:
                 log.error("extract: GPU submit failed (%d)", ret)
                 return ret
             state.mats[index] = m
+            run.narrow(state.mats)
         else:
             ret = run.cmd.submit_and_wait()
         state.vk_garbage.clear()
@@ -444,7 +488,7 @@ class VulkanExecutor:
             if outs is None:
                 return -1
             for b, m in zip(step.downloads, outs, strict=True):
-                mats[b] = m
+                mats[b] = _as_int8(m) if b in step.int8 else m
         assert rec.final is not None
         state.restore_final(rec.final, rec)
         view.replays.replayed += 1
@@ -471,8 +515,9 @@ class VulkanExecutor:
         for b in layer.bottoms:
             if mats[b] is None:
                 m = Mat()
-                self._record_download(run.cmd, run.gpu, state.vkmats[b], m, opt)
-                run.downloaded(b)
+                vk = state.vkmats[b]
+                self._record_download(run.cmd, run.gpu, vk, m, opt)
+                run.downloaded(b, _int8_marks().holds_int8(vk))
                 mats[b] = m
                 downloads = True
         if downloads:
@@ -480,6 +525,7 @@ class VulkanExecutor:
             if ret != 0:
                 log.error("forward: GPU submit before layer %r failed (%d)", layer.name, ret)
                 return ret
+            run.narrow(mats)
             state.vk_garbage.clear()
         run.cpu_layer(li)
         return self._reference.forward(state, li, layer, opt, light)
@@ -491,6 +537,8 @@ class VulkanExecutor:
             return m
         out = gpu.VkMat()
         gpu.record_convert(cmd, self._view.vk_layout, m, out, elempack, fp16, opt)
+        marks = _int8_marks()
+        marks.mark_int8(out, marks.holds_int8(m))  # fp16 holds every int8 value
         return out
 
     def _record_download(self, cmd, gpu: GpuApi, m, dst: Mat, opt: Option) -> None:
@@ -501,12 +549,15 @@ class VulkanExecutor:
         """Upload host blob ``b`` as fp32 elempack 1 and convert it on the GPU to the form
         its consumer ``layer`` works in: its storage type, packed when the layer packs."""
         cmd, gpu = run.cmd, run.gpu
-        mat = _upload_source(state.mats[b])
+        host = state.mats[b]
+        mat = _upload_source(host)
         assert mat is not None  # the plan runs every producer first
         vk = gpu.VkMat()
         run.uploaded(b, cmd.record_upload(mat, vk, opt), _signature(mat))
         if vk.dims == 0:
             return vk
+        # an int8 Mat goes up widened: the mark says so to the int8 layers (layer/vulkan/_int8.py)
+        _int8_marks().mark_int8(vk, _is_int8(host))
         elempack = gpu.preferred_elempack(vk, opt) if layer.support_packing else 1
         return self._convert(cmd, gpu, vk, elempack, gpu.storage_fp16(opt, self._view.vkdev), opt)
 
@@ -521,6 +572,7 @@ class VulkanExecutor:
         inplace = light and layer.support_inplace
         fp16 = gpu.storage_fp16(opt, self._view.vkdev)
         pending = state.pending
+        marks = _int8_marks()
 
         def aliased(b, m) -> bool:
             data = getattr(m, "data", None)
@@ -545,21 +597,24 @@ class VulkanExecutor:
             if inplace and (pending[b] > 1 or aliased(b, m)):
                 c = gpu.VkMat()
                 cmd.record_clone(m, c, opt)
+                marks.mark_int8(c, marks.holds_int8(m))
                 return c
             return m
 
         if layer.one_blob_only:
-            bottom = bottom_vk(layer.bottoms[0])
+            bottoms = [bottom_vk(layer.bottoms[0])]
             if inplace:
-                ret = call_hook(layer.forward_inplace_vk, bottom, cmd, opt)
-                top = bottom
+                marks.mark_int8(bottoms[0], False)  # rewritten: no longer what was marked
+                ret = call_hook(layer.forward_inplace_vk, bottoms[0], cmd, opt)
+                tops = bottoms
             else:
-                top = gpu.VkMat()
-                ret = call_hook(layer.forward_vk, bottom, top, cmd, opt)
-            tops = [top]
+                tops = [gpu.VkMat()]
+                ret = call_hook(layer.forward_vk, bottoms[0], tops[0], cmd, opt)
         else:
             bottoms = [bottom_vk(b) for b in layer.bottoms]
             if inplace:
+                for m in bottoms:
+                    marks.mark_int8(m, False)
                 ret = call_hook(layer.forward_inplace_vk, bottoms, cmd, opt)
                 tops = bottoms
             else:
@@ -568,6 +623,8 @@ class VulkanExecutor:
         if ret != 0:
             log.error("forward: %s failed on the GPU (%s)", desc(li, layer), ret)
             return ret if isinstance(ret, int) else -1
+        if not inplace:
+            marks.share_marks(bottoms, tops)
         state.consume(layer.bottoms, light)
         mats = state.mats
         for t, m in zip(layer.tops, tops, strict=False):

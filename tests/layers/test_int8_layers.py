@@ -4,7 +4,11 @@ Cases follow ncnn's tests/test_convolution_3.cpp, test_convolutiondepthwise_1.cp
 test_innerproduct.cpp int8 cases: weight scales per output channel (per group, or one, for
 ConvolutionDepthWise), the bottom scale, the top scale with int8_scale_term > 100 (an int8
 top), weights stored as fp32 (quantized at load) or as int8 (ModelBin's int8 flag), fp32 or
-int8 inputs, every padding form and fused activation; the layer and net paths.
+int8 inputs, every padding form and fused activation; the layer and net paths. Each case runs on every
+backend (oracle.backends: the CPU, and GPU option sets; the long sweeps on SPOT_GRID): the
+GPU int8 layers quantize their bottom (or take an int8 one as it is: an int8 host Mat, a
+requantized top) and sum int8 products exactly in fp32 (ncnn_c/layer/vulkan/_int8.py), so
+the bar is the CPU's on every set; an int8 top comes back as the int8 Mat the CPU gives.
 
 The int32 sums are exact on both sides, so int8 (requantized) results are exact, but for the
 activations ncnn computes with approximate vector exp / tanh (sigmoid, mish) or a fused
@@ -24,7 +28,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from oracle import FP32_FLAGS, _apply, make_param, rel_l2, rng, run_net
+from oracle import CPU_BACKEND, FP32_FLAGS, GPU_GRID, SPOT_GRID, _apply, backends, make_param, rel_l2, rng
 
 from ncnn_c.layer import create_layer_cpu
 from ncnn_c.layer._int8 import float2int8
@@ -111,39 +115,52 @@ def act_params(g, act: int) -> list[float]:
     return [float(alpha), float(g.uniform(0, 1))]
 
 
-def check(layer_type, params, weights, x, requant, act, flags=(), paths=("layer", "net")):
+def check(backend, layer_type, params, weights, x, requant, act, flags=(), paths=("layer", "net")):
+    """One case on ``backend`` against the oracle's int8 path, under each of the oracle's
+    algorithm ``flags`` on the CPU (the first one on the GPU)."""
     text = make_param(layer_type, params, [x.shape])
     bin_bytes = b"".join(blob(a, kind) for a, kind in weights)
-    what = f"{layer_type} {params} input {x.shape} {x.dtype}"
-    for fl in flags or ({},):
+    what = f"{layer_type} {params} input {x.shape} {x.dtype} {backend}"
+    gpu = backend != CPU_BACKEND
+    for fl in (flags or ({},))[: 1 if gpu else None]:
         ref = oracle(text, bin_bytes, x, **fl)
+        if gpu:
+            got = run_ours_net(text, bin_bytes, x, GPU_GRID[backend.removeprefix("vk-")])
+            compare(got, ref, requant, act, f"{what} {fl}")
+            continue
         if "layer" in paths:
             ret, got = run_ours_layer(layer_type, params, weights, x)
             assert ret == 0, what
             compare(got, ref, requant, act, f"{what} layer {fl}")
         if "net" in paths:
-            ret, outs = (
-                run_net(text, bin_bytes, [x]) if x.dtype == np.float32 else _run_net_int8(text, bin_bytes, x)
-            )
-            assert ret == 0, what
-            compare(outs[0], ref, requant, act, f"{what} net {fl}")
+            compare(run_ours_net(text, bin_bytes, x), ref, requant, act, f"{what} net {fl}")
 
 
-def _run_net_int8(text, bin_bytes, x):
+def run_ours_net(text, bin_bytes, x, gpu_flags=None) -> np.ndarray:
+    """ncnn_c's Net, fed ``x`` as it is (an int8 array as an int8 Mat), on the CPU or, with
+    ``gpu_flags`` (a GPU_GRID set), on the GPU with every layer there."""
     import ncnn_c
 
     net = ncnn_c.Net()
     _apply(net.opt, FP32_FLAGS)
+    if gpu_flags is not None:
+        net.opt.use_vulkan_compute = True
+        _apply(net.opt, gpu_flags)
     assert net.load_param_mem(text) == 0 and net.load_model_mem(bin_bytes) == 0
+    if gpu_flags is not None:
+        on_cpu = [layer.name for layer in net.layers() if layer.vkdev is None]
+        assert not on_cpu, f"layers {on_cpu} did not get the GPU"
     with net.create_extractor() as ex:
         assert ex.input("in0", ncnn_c.Mat(np.ascontiguousarray(x))) == 0
         ret, m = ex.extract("out0")
-        out = np.array(m.numpy(), dtype=np.float32, copy=True) if ret == 0 else None
-    return ret, [out]
+        assert ret == 0, text
+        out = np.array(m.numpy(), dtype=np.float32, copy=True)
+    net.clear()
+    return out
 
 
 # -- Convolution --------------------------------------------------------------------------------
-def conv_case(w, h, c, outch, kernel, dilation, stride, pad, bias, requant=False, term=0,
+def conv_case(backend, w, h, c, outch, kernel, dilation, stride, pad, bias, requant=False, term=0,
               stored="fp32", input_int8=False, flags=()):  # fmt: skip
     g = rng(
         "conv-int8", w, h, c, outch, kernel, dilation, stride, pad, bias, requant, term, stored, input_int8
@@ -167,7 +184,7 @@ def conv_case(w, h, c, outch, kernel, dilation, stride, pad, bias, requant=False
         weights.append((absmax_scale(x).reshape(1), 1))
     if input_int8:
         x = float2int8(x * bscale)
-    check("Convolution", params, weights, x, requant, act, flags)
+    check(backend, "Convolution", params, weights, x, requant, act, flags)
 
 
 KDSP = [(1, 1, 1, 0), (1, 1, 2, 0), (2, 1, 1, 1), (2, 1, 2, -233), (3, 1, 1, 1), (3, 1, 2, 1), (3, 2, 1, 1),
@@ -178,8 +195,9 @@ KDSP = [(1, 1, 1, 0), (1, 1, 2, 0), (2, 1, 1, 1), (2, 1, 2, -233), (3, 1, 1, 1),
 @pytest.mark.parametrize("requant", [False, True])
 @pytest.mark.parametrize("c,outch", [(1, 1), (3, 3), (8, 8), (16, 15), (15, 16)])
 @pytest.mark.parametrize("k,d,s,p", KDSP, ids=str)
-def test_convolution_int8(k, d, s, p, c, outch, requant):
-    conv_case(9, 7, c, outch, k, d, s, p, 1, requant)
+@pytest.mark.parametrize("backend", backends("Convolution", grid=SPOT_GRID))
+def test_convolution_int8(k, d, s, p, c, outch, requant, backend):
+    conv_case(backend, 9, 7, c, outch, k, d, s, p, 1, requant)
 
 
 @pytest.mark.parametrize(
@@ -195,37 +213,43 @@ def test_convolution_int8(k, d, s, p, c, outch, requant):
     ids=str,
 )  # fmt: skip
 @pytest.mark.parametrize("requant", [False, True])
-def test_convolution_int8_shapes(case, requant):
+@pytest.mark.parametrize("backend", backends("Convolution", grid=SPOT_GRID))
+def test_convolution_int8_shapes(case, requant, backend):
     # every algorithm the oracle picks: its default (Winograd / im2col GEMM), plain packed loops
     flags = ({}, {"use_winograd_convolution": False, "use_sgemm_convolution": False})
-    conv_case(*case, requant=requant, flags=flags)
+    conv_case(backend, *case, requant=requant, flags=flags)
 
 
 @pytest.mark.parametrize("term", [2, 102, 1, 101])
 @pytest.mark.parametrize("stored", ["fp32", "int8"])
 @pytest.mark.parametrize("input_int8", [False, True])
-def test_convolution_int8_storage_and_inputs(term, stored, input_int8):
-    conv_case(7, 5, 4, 8, 1, 1, 1, 0, 1, term=term, stored=stored, input_int8=input_int8)
-    conv_case(9, 7, 8, 12, 2, 1, 2, 1, 1, term=term, stored=stored, input_int8=input_int8)
-    conv_case(12, 10, 24, 40, 3, 1, 1, 1, 0, term=term, stored=stored, input_int8=input_int8)
+@pytest.mark.parametrize("backend", backends("Convolution"))
+def test_convolution_int8_storage_and_inputs(term, stored, input_int8, backend):
+    # an int8 input goes up to the GPU marked as int8: the layer takes it as it is
+    conv_case(backend, 7, 5, 4, 8, 1, 1, 1, 0, 1, term=term, stored=stored, input_int8=input_int8)
+    conv_case(backend, 9, 7, 8, 12, 2, 1, 2, 1, 1, term=term, stored=stored, input_int8=input_int8)
+    conv_case(backend, 12, 10, 24, 40, 3, 1, 1, 1, 0, term=term, stored=stored, input_int8=input_int8)
 
 
-def test_convolution_int8_big_channels_exact():
-    # 3x3 over 1200 channels: K = 10800 > 1024, the sums need more than fp32's 24 bits
-    conv_case(6, 5, 1200, 8, 3, 1, 1, 1, 1, term=2, flags=({"use_winograd_convolution": False},))
+@pytest.mark.parametrize("backend", backends("Convolution", grid=SPOT_GRID))
+def test_convolution_int8_big_channels_exact(backend):
+    # 3x3 over 1200 channels: K = 10800 > 1024, the sums need more than fp32's 24 bits (the
+    # GPU's fp32 sums round there, ~1e-7 relative, inside the 1e-6 of a dequantized top)
+    conv_case(backend, 6, 5, 1200, 8, 3, 1, 1, 1, 1, term=2, flags=({"use_winograd_convolution": False},))
 
 
-def test_convolution_int8_pad_value():
+@pytest.mark.parametrize("backend", backends("Convolution"))
+def test_convolution_int8_pad_value(backend):
     g = rng("conv-int8-padvalue")
     x = g.uniform(-1, 1, (3, 6, 7)).astype(np.float32)
     wt = g.uniform(-1, 1, (4, 27)).astype(np.float32)
     params = {0: 4, 1: 3, 4: 2, 5: 0, 6: wt.size, 8: 2, 18: -3.7}
     weights = [(wt, 0), (absmax_scale(wt, 1), 1), (absmax_scale(x).reshape(1), 1)]
-    check("Convolution", params, weights, x, False, 0)
+    check(backend, "Convolution", params, weights, x, False, 0)
 
 
 # -- ConvolutionDepthWise -----------------------------------------------------------------------
-def dw_case(w, h, c, outch, kernel, dilation, stride, pad, bias, group, requant, term=None):
+def dw_case(backend, w, h, c, outch, kernel, dilation, stride, pad, bias, group, requant, term=None):
     g = rng("convdw-int8", w, h, c, outch, kernel, dilation, stride, pad, bias, group, requant, term)
     if term is None:
         term = 101 if requant else 1
@@ -241,24 +265,26 @@ def dw_case(w, h, c, outch, kernel, dilation, stride, pad, bias, group, requant,
     weights += [(wscale, 1), (absmax_scale(x).reshape(1), 1)]
     if term > 100:
         weights.append((absmax_scale(x).reshape(1), 1))
-    check("ConvolutionDepthWise", params, weights, x, term > 100, act)
+    check(backend, "ConvolutionDepthWise", params, weights, x, term > 100, act)
 
 
 @pytest.mark.parametrize("requant", [False, True])
 @pytest.mark.parametrize("k,d,s,p", KDSP, ids=str)
 @pytest.mark.parametrize("c,group", [(1, 1), (4, 4), (8, 8), (16, 16), (12, 4), (16, 2)])
-def test_convolutiondepthwise_int8(k, d, s, p, c, group, requant):
-    dw_case(15, 7, c, c, k, d, s, p, 1, group, requant)
+@pytest.mark.parametrize("backend", backends("ConvolutionDepthWise", grid=SPOT_GRID))
+def test_convolutiondepthwise_int8(k, d, s, p, c, group, requant, backend):
+    dw_case(backend, 15, 7, c, c, k, d, s, p, 1, group, requant)
 
 
 @pytest.mark.parametrize("term", [1, 2, 101, 102])
-def test_convolutiondepthwise_int8_scale_forms(term):
-    dw_case(9, 8, 16, 16, 3, 1, 1, 1, 1, 16, term > 100, term)
-    dw_case(9, 8, 16, 32, 3, 1, 2, 1, 0, 4, term > 100, term)
+@pytest.mark.parametrize("backend", backends("ConvolutionDepthWise"))
+def test_convolutiondepthwise_int8_scale_forms(term, backend):
+    dw_case(backend, 9, 8, 16, 16, 3, 1, 1, 1, 1, 16, term > 100, term)
+    dw_case(backend, 9, 8, 16, 32, 3, 1, 2, 1, 0, 4, term > 100, term)
 
 
 # -- InnerProduct -------------------------------------------------------------------------------
-def ip_case(shape, outch, bias, stored="fp32", input_int8=False):
+def ip_case(backend, shape, outch, bias, stored="fp32", input_int8=False):
     g = rng("ip-int8", shape, outch, bias, stored, input_int8)
     x = g.uniform(-1.2, 1.2, shape).astype(np.float32)
     num_input = shape[-1] if len(shape) == 2 else x.size
@@ -271,7 +297,7 @@ def ip_case(shape, outch, bias, stored="fp32", input_int8=False):
     weights += [(wscale, 1), (bscale.reshape(1), 1)]
     if input_int8:
         x = float2int8(x * bscale)
-    check("InnerProduct", params, weights, x, False, act)
+    check(backend, "InnerProduct", params, weights, x, False, act)
 
 
 @pytest.mark.parametrize("bias", [0, 1])
@@ -282,15 +308,17 @@ def ip_case(shape, outch, bias, stored="fp32", input_int8=False):
      ((2000,), 12)],
     ids=str,
 )  # fmt: skip
-def test_innerproduct_int8(shape, outch, bias):
-    ip_case(shape, outch, bias)
+@pytest.mark.parametrize("backend", backends("InnerProduct", grid=SPOT_GRID))
+def test_innerproduct_int8(shape, outch, bias, backend):
+    ip_case(backend, shape, outch, bias)
 
 
 @pytest.mark.parametrize("stored", ["fp32", "int8"])
 @pytest.mark.parametrize("input_int8", [False, True])
-def test_innerproduct_int8_storage_and_inputs(stored, input_int8):
-    ip_case((8, 3, 3), 10, 1, stored, input_int8)
-    ip_case((6, 40), 9, 1, stored, input_int8)
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_innerproduct_int8_storage_and_inputs(stored, input_int8, backend):
+    ip_case(backend, (8, 3, 3), 10, 1, stored, input_int8)
+    ip_case(backend, (6, 40), 9, 1, stored, input_int8)
 
 
 # -- without use_int8_inference, bad models ---------------------------------------------------
@@ -389,3 +417,44 @@ def test_convolution_int8_over_a_vector_is_innerproduct():
     ret, ref = run_ours_layer("InnerProduct", {0: 6, 1: 1, 2: wt.size, 8: 2, 9: 1}, weights, x)
     assert ret == 0
     np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("layer_type", ["Convolution", "Quantize"])
+@pytest.mark.parametrize("backend", backends("Convolution", grid=["fp32", "fp16sa-pack"]))
+def test_int8_top_extracted_as_on_the_cpu(layer_type, backend):
+    # an int8 top (a requantizing layer's, a Quantize's) comes out of a Vulkan net as the Mat
+    # the CPU net holds there: the same element size and the int8 values, not q / top_scale
+    import ncnn_c
+
+    g = rng("int8-extract", layer_type)
+    x = g.uniform(-1, 1, (8, 6, 5)).astype(np.float32)
+    if layer_type == "Quantize":
+        params, weights = {0: 1}, [(np.full(1, 90.0, np.float32), 1)]
+    else:
+        wt = g.uniform(-1, 1, (8, 72)).astype(np.float32)
+        params = {0: 8, 1: 3, 4: 1, 5: 0, 6: wt.size, 8: 101, 9: 1}
+        weights = [
+            (wt, 0),
+            (absmax_scale(wt, 1), 1),
+            (absmax_scale(x).reshape(1), 1),
+            (np.full(1, 40.0, np.float32), 1),
+        ]
+    text = make_param(layer_type, params, [x.shape])
+    bin_bytes = b"".join(blob(a, kind) for a, kind in weights)
+    mats = []
+    for gpu_flags in (None, GPU_GRID[backend.removeprefix("vk-")] if backend != CPU_BACKEND else None):
+        net = ncnn_c.Net()
+        _apply(net.opt, FP32_FLAGS)
+        if gpu_flags is not None:
+            net.opt.use_vulkan_compute = True
+            _apply(net.opt, gpu_flags)
+        assert net.load_param_mem(text) == 0 and net.load_model_mem(bin_bytes) == 0
+        with net.create_extractor() as ex:
+            assert ex.input("in0", ncnn_c.Mat(x)) == 0
+            ret, m = ex.extract("out0")
+            assert ret == 0
+            mats.append((m.elemsize, np.array(m.numpy(), dtype=np.float32, copy=True)))
+    (cpu_size, cpu), (size, got) = mats
+    assert size == cpu_size and np.abs(cpu).max() > 10
+    np.testing.assert_array_equal(got, cpu)
+    np.testing.assert_array_equal(got, oracle(text, bin_bytes, x))

@@ -1,34 +1,35 @@
 """int8 on the GPU: the quantize dispatch Quantize shares with the int8 layers of a Vulkan net.
 
-How int8 blobs live on the GPU. ncnn_c's GPU blobs have no 8-bit type: the net's uploads
-widen an int8 host Mat by value, its conversions and downloads know fp32 and fp16 only. So
-an int8 blob is stored **widened by value** in the blob's float storage (fp32, or fp16,
-which holds -127..127 exactly): Quantize and Requantize write the int8 values as floats, and
-a download gives them as fp32 (where the CPU's extract widens an int8 Mat to the same
-numbers). int32 blobs (what Dequantize and Requantize read) keep their bits in a 32-bit
-blob: those two layers take fp32 elempack 1 blobs, so no conversion touches the bits.
+How int8 blobs live on the GPU. ncnn_c's GPU blobs have no 8-bit type: conversions and
+downloads know fp32 and fp16 only. So an int8 blob is stored **widened by value** in the
+blob's float storage (fp32, or fp16, which holds -127..127 exactly), and the VkMat carries a
+mark saying so (``mark_int8`` / ``holds_int8``: what ncnn reads off an 8-bit elemsize).
+Quantize, Requantize and the requantizing int8 layers mark their tops; the net marks an
+upload of an int8 host Mat, carries the mark through its conversions, to the tops of a layer
+that hands a marked bottom's buffer on (Split, a Reshape view), and downloads a marked blob
+as the int8 Mat the CPU net holds there (net/vulkan_forward.py). int32 blobs (what
+Dequantize and Requantize read) keep their bits in a 32-bit blob: those two layers take fp32
+elempack 1 blobs, so no conversion touches the bits.
 
 The int8 layers (Convolution, ConvolutionDepthWise, InnerProduct with ``int8_scale_term``,
 under ``opt.use_int8_inference``) do what ncnn's Vulkan does where it has no int8 path, run
 in float, but arranged so that the arithmetic is the CPU's int8 one (``Int8Passes``):
 
-* the bottom is quantized with the bottom scale (quantize.comp): the blob then holds the
-  int8 values exactly;
+* the bottom is quantized with the bottom scale (quantize.comp), unless it is marked int8
+  already (it is then used as it is, as ncnn's CPU and Vulkan int8 layers take an 8-bit
+  bottom): the blob then holds the int8 values exactly;
 * the layer's own float shader runs on the int8 weights with no bias and no activation: its
   fp32 sums of int8 products are the exact int32 sums while they stay within 2^24 (K <= 1040
   terms; a longer sum rounds, ~1e-7 relative);
 * one pass (dequantize.comp on the fp32 sums) applies ``sum * scale_in + bias`` rounded once,
   the activation, and for a requantizing layer (``int8_scale_term > 100``) the requantization
-  with the top scale, storing the **dequantized** value ``q / top_scale``: the next int8
-  layer's quantization, whose bottom scale is this top scale in ncnn's int8 models, gives
-  ``q`` back exactly, and a non-int8 reader (pooling, concat, a CPU layer) sees the values
-  the int8 ones stand for. A requantized top extracted from a Vulkan net is thus
-  ``q / top_scale`` where the CPU gives ``q``.
+  with the top scale: the int8 values ``q``, marked, as on the CPU.
 
 These layers are fp32 islands (``support_fp16_storage`` off for them): integer sums beyond
-2048 do not fit fp16. A Quantize on the GPU feeding an int8 layer, or an int8 host Mat fed to
-one, would be quantized twice (the layer cannot tell a widened int8 blob from an fp32 one);
-ncnn's int8 models (ncnn2int8) fuse the quantization into the layers and have neither.
+2048 do not fit fp16. For the same reason the blob an int8 layer quantizes is kept fp32 on
+the way from its producer (``keep_fp32_before_int8``, at load): quantizing an fp16-rounded
+value moves ~1 % of the int8 values by one step, which random-weight SSDs carried to 5e-2.
+Quantize reads fp32 blobs for the same reason.
 """
 
 from __future__ import annotations
@@ -44,6 +45,98 @@ if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
 
 log = logging.getLogger("ncnn_c")
+
+
+INT8_MARK = "int8_values"
+
+
+def mark_int8(m, on: bool = True) -> None:
+    """Mark GPU blob ``m`` as holding int8 values (widened), or clear the mark."""
+    if on or getattr(m, INT8_MARK, False):
+        setattr(m, INT8_MARK, on)
+
+
+def holds_int8(m) -> bool:
+    """Whether GPU blob ``m`` holds int8 values (see the module docstring)."""
+    return bool(getattr(m, INT8_MARK, False))
+
+
+def share_marks(bottoms, tops) -> None:
+    """After a layer's forward: a top over the buffer of a marked bottom (a Split's tops, a
+    Reshape view) holds the same int8 values."""
+    marked = [b.data for b in bottoms if holds_int8(b) and getattr(b, "data", None) is not None]
+    if marked:
+        for t in tops:
+            if getattr(t, "data", None) is not None and any(t.data is d for d in marked):
+                mark_int8(t)
+
+
+# the layers an int8 bottom passes through unchanged on its way from its producer: their
+# storage is fp32 too when they feed an int8 layer (keep_fp32_before_int8)
+PASS_THROUGH = frozenset(
+    (
+        "Split",
+        "Concat",
+        "Slice",
+        "Permute",
+        "Flatten",
+        "Reshape",
+        "Crop",
+        "Padding",
+        "Noop",
+        "ReLU",
+        "Pooling",
+    )
+)
+
+
+def is_int8_layer(layer, opt) -> bool:
+    """Whether GPU layer ``layer`` runs int8 (Int8Passes) under ``opt``."""
+    return (
+        hasattr(layer, "_int8_passes")
+        and bool(getattr(layer, "int8_scale_term", 0))
+        and opt.use_int8_inference
+    )
+
+
+def _fp32_storage(layer) -> None:
+    if layer.support_fp16_storage:
+        layer._fp16_storage_declared = True
+        layer.support_fp16_storage = False
+
+
+def keep_fp32_before_int8(blobs, layers, on_gpu, opts) -> None:
+    """Before the pipelines are made: every GPU layer whose top an int8 layer or a Quantize
+    quantizes (directly or through PASS_THROUGH layers), and the Quantize itself, keep fp32
+    storage, so the quantization reads the fp32 values the CPU's does. Run again at every
+    load: what an earlier load turned off is put back first. ``on_gpu``: indexes of the
+    layers that get the device; ``opts``: each layer's Option."""
+    for layer in layers:
+        saved = getattr(layer, "_fp16_storage_declared", None)
+        if saved is not None:
+            layer.support_fp16_storage = saved
+            layer._fp16_storage_declared = None
+    gpu = set(on_gpu)
+    quantizers = [i for i in gpu if is_int8_layer(layers[i], opts[i]) or layers[i].type == "Quantize"]
+    for i in quantizers:
+        if not is_int8_layer(layers[i], opts[i]):  # those see to their own (Int8Passes.setup)
+            _fp32_storage(layers[i])
+    todo = [b for i in quantizers for b in layers[i].bottoms]
+    seen: set[int] = set()
+    while todo:
+        b = todo.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        i = blobs[b].producer
+        if i < 0 or i not in gpu:
+            continue  # an input or a CPU layer's top: uploaded to the consumer's storage
+        layer = layers[i]
+        if is_int8_layer(layer, opts[i]):
+            continue  # fp32 already
+        _fp32_storage(layer)
+        if layer.type in PASS_THROUGH:
+            todo.extend(layer.bottoms)
 
 
 def quantize_rows(m) -> tuple[int, int, int]:
@@ -163,20 +256,21 @@ class Int8Passes:
         return forward_float(bottom, top, cmd, opt)
 
     def forward(self, forward_float, bottom, top, cmd, opt) -> int:
-        """Quantize the bottom, run ``forward_float`` (the raw sums), then dequantize in place
-        (scale_in, bias, activation) and, with a top scale, requantize to the dequantized
-        int8 values."""
-        q = type(bottom)()
-        q.create_like(bottom, opt.blob_vkallocator)
-        if q.empty():
-            return -100
-        record_quantize(cmd, self.pipeline_quantize, bottom, q, scale=self.bottom_scale)
+        """Quantize the bottom (unless marked int8), run ``forward_float`` (the raw sums), then
+        dequantize in place (scale_in, bias, activation) and, with a top scale, requantize
+        (the top is then marked int8)."""
+        q = bottom
+        if not holds_int8(bottom):
+            q = type(bottom)()
+            q.create_like(bottom, opt.blob_vkallocator)
+            if q.empty():
+                return -100
+            record_quantize(cmd, self.pipeline_quantize, bottom, q, scale=self.bottom_scale)
         ret = forward_float(q, top, cmd, opt)
         if ret != 0:
             return ret
         size, rows, stride = quantize_rows(top)
         scale_in, bias, top_scale = self.vectors
-        out_mul = float(np.float32(1.0) / np.float32(self.top_scale)) if self.top_scale else 1.0
         per_channel = int(self.scale_in.size > 1)
         bias_mode = 0 if bias is None else 2
         # the output channels: a 1-D top's scalars (its lanes are consecutive), a 2-D top's
@@ -184,9 +278,10 @@ class Int8Passes:
         if top.dims == 1:
             size, rows, stride = 1, size, 1
         constants = [size, rows, stride, per_channel, bias_mode, 0, 1 if top.dims == 1 else top.elempack]
-        constants += [int(top.dims == 2), out_mul]
+        constants += [int(top.dims == 2), 1.0]
         bindings = [top, top, scale_in, bias, top_scale]
         cmd.record_pipeline(self.pipeline_dequantize, bindings, constants, (constants[0], constants[1], 1))
+        mark_int8(top, self.top_scale is not None)
         return 0
 
 
@@ -272,4 +367,5 @@ class DequantizeGpu(VulkanLayer):
         vg = self.vectors_gpu
         bindings = [bottom, top, vg.get(self.VECTORS[0][0]), vg.get("bias_data"), vg.get("scale_out_data")]
         cmd.record_pipeline(self.pipeline_dequantize, bindings, constants, (size, nrows, 1))
+        mark_int8(top, bool(self.REQUANTIZE))
         return 0

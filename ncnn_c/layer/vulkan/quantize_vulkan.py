@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .._int8 import count_fits
 from ..quantize import Quantize
 from . import VulkanLayer
-from ._int8 import logical_rows, record_quantize, upload_vector
+from ._int8 import logical_rows, mark_int8, record_quantize, upload_vector
 
 if TYPE_CHECKING:
     from ...gpu.vkmat import VkMat
@@ -48,4 +48,5 @@ class Quantize_vulkan(VulkanLayer, Quantize):
         record_quantize(
             cmd, self.pipeline_quantize, bottom, top, self.scale_data_gpu, float(self.scale_data[0])
         )
+        mark_int8(top)
         return 0
