@@ -163,7 +163,7 @@ def test_wheel_contents(wheel):
     assert not wheel.name.endswith("-none-any.whl"), wheel.name  # platform-tagged: it has native code
     assert re.search(r"-cp3\d+-cp3\d+-manylinux_2_\d+_(x86_64|aarch64)\.whl$", wheel.name), wheel.name
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("_shaderc", "_hash", "_cpu", "_plan"):
+    for module in ("_shaderc", "_hash", "_cpu", "_plan", "_winograd"):
         assert any(re.fullmatch(rf"ncnn_c/_native/{module}\.cpython-.*\.so", n) for n in names), module
     for n in (
         "ncnn_c/py.typed",
