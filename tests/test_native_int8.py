@@ -186,3 +186,47 @@ def test_dequantize_step_is_the_numpy_form(channels, act, params, with_bias, top
     lib.ncnnc_int8_dequantize(ffi.new("ncnnc_dequantize_ctx *", fields), _ptrs(ffi, acc, out))
     # bit patterns: -0.0 and NaN included
     assert np.array_equal(out.view(np.uint8), np.ascontiguousarray(ref).view(np.uint8))
+
+
+QUANTIZE_NET = """7767517
+5 6
+Input in 0 1 data 0=9 1=7 2=16
+Quantize q 1 1 data dq 0=1
+Split s 1 2 dq dq0 dq1
+Convolution c0 1 1 dq0 out0 0=8 1=3 4=1 5=1 6=1152 8=2 9=1
+ConvolutionDepthWise c1 1 1 dq1 out1 0=16 1=3 4=1 5=1 6=144 7=16 8=1 9=1
+"""
+
+
+def _quantize_weights(g) -> bytes:
+    f = np.float32
+    parts = [np.array([0.8], f)]  # Quantize: scale_data
+    for outc, n, scales in ((8, 1152, 8), (16, 144, 16)):
+        parts += [np.zeros(1, np.uint32).view(f), g.standard_normal(n).astype(f)]  # fp32 flag, weights
+        parts += [
+            g.standard_normal(outc).astype(f),
+            (50 + 50 * g.random(scales)).astype(f),
+            np.array([0.8], f),
+        ]
+    return b"".join(p.tobytes() for p in parts)
+
+
+def test_quantize_layer_feeds_int8_layers_natively(tmp_path):
+    (tmp_path / "q.param").write_text(QUANTIZE_NET)
+    blob = _quantize_weights(np.random.default_rng(6))
+    x = (np.random.default_rng(7).standard_normal((16, 7, 9)) * 40).astype(np.float32)
+    got = {}
+    for native in (False, True):
+        net = ncnn_c.Net()
+        net.opt.use_int8_inference = True
+        net.native_plan = native
+        assert net.load_param(str(tmp_path / "q.param")) == 0
+        assert net.load_model(io.BytesIO(blob)) == 0
+        got[native] = _extract(net, "data", x, ["out0", "out1"])
+        if native:
+            plan = _only_plan(net)
+            assert all(s.layer < 0 for s in plan.segments), "a numpy layer in the plan"
+            got[native] = _extract(net, "data", x, ["out0", "out1"])
+    for a, b in zip(got[True], got[False], strict=True):
+        assert np.std(b) > 0
+        assert np.array_equal(a, b)

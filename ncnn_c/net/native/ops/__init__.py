@@ -62,6 +62,7 @@ BUILDERS: dict[str, Builder] = {
     "Crop": shape.crop,
     "Padding": shape.padding,
     "Permute": shape.permute,
+    "Quantize": int8.quantize,
     "Gemm": transformer.gemm,
     "RMSNorm": transformer.rmsnorm,
     "RotaryEmbed": transformer.rotaryembed,

@@ -109,7 +109,7 @@ EXACT = frozenset(
 
 
 def exact(layer) -> bool:
-    if quantized(layer):  # with use_int8_inference (else nothing is quantized after it)
+    if quantized(layer) or layer.type == "Quantize":  # (int8 layers: with use_int8_inference)
         return True
     if layer.type == "Pooling":
         return int(getattr(layer, "pooling_type", 0)) == 0
@@ -136,14 +136,18 @@ def quantized_later(plan: NativePlan, blob: int, opt) -> bool:
 
 
 def _quantized_blobs(layers) -> set[int] | None:
-    if not any(quantized(x) for x in layers):
+    if not any(quantized(x) or x.type == "Quantize" for x in layers):
         return None
     out: set[int] = set()
     # a layer only reads blobs of earlier layers: one pass from the last layer back
     for layer in reversed(layers):
         if not builtin(layer):
             continue
-        if quantized(layer) or (exact(layer) and any(t in out for t in layer.tops)):
+        if (
+            quantized(layer)
+            or layer.type == "Quantize"
+            or (exact(layer) and any(t in out for t in layer.tops))
+        ):
             out.update(layer.bottoms)
     return out
 
@@ -160,6 +164,18 @@ def exact_before_int8(build):
     return wrapped
 
 
+def quantize(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> None:
+    """A Quantize layer with one scale whose int8 top only int8 layers read: the quantize
+    step (per-channel scales, or a top a numpy layer reads, stay numpy)."""
+    scale = np.asarray(layer.scale_data, np.float32).ravel()
+    shape = plan.shape(layer.bottoms[0])
+    if shape[5] != 4 or (scale.size != 1 and shape[0] != 1):
+        raise Unsupported("per-channel scales, or not an fp32 blob")
+    _int8_readers_only(plan, layer.tops[0])
+    v = plan.value(seg, layer.bottoms[0])
+    plan.set_top(layer, _quantized(plan, seg, v, scale[0]))
+
+
 def _int8_readers_only(plan: NativePlan, blob: int) -> None:
     """An int8 top never leaves the plan as a Mat: every reader must be an int8 layer (through
     Splits), and it must not be an output."""
@@ -168,7 +184,7 @@ def _int8_readers_only(plan: NativePlan, blob: int) -> None:
     for layer in plan.layers:
         if blob not in layer.bottoms:
             continue
-        if layer.type == "Split" and builtin(layer):
+        if layer.type in ("Split", "Noop") and builtin(layer):
             for t in layer.tops:
                 _int8_readers_only(plan, t)
         elif not (quantized(layer) and builtin(layer)):
@@ -183,6 +199,11 @@ def _int8_input(plan: NativePlan, seg: Segment, blob: int, scale: np.float32, wa
         v = plan.as_dims(seg, v, want.dims)
     if plan.shape(blob)[5] == 1:
         return plan.as_md(seg, v, want)
+    return plan.as_md(seg, _quantized(plan, seg, v, scale), want)
+
+
+def _quantized(plan: NativePlan, seg: Segment, v: Value, scale) -> Value:
+    """``float2int8(v * scale)`` in ``v``'s layout, made once per scale."""
     key = f"s8:{float(scale).hex()}"
     q = v.copies.get(key)
     if q is None:
@@ -195,7 +216,7 @@ def _int8_input(plan: NativePlan, seg: Segment, blob: int, scale: np.float32, wa
         _step(plan, seg, k, [v, q])
         v.copies[key] = q
     q.last = plan.step
-    return plan.as_md(seg, q, want)
+    return q
 
 
 def _step(plan: NativePlan, seg: Segment, kernel, values: list[Value]) -> None:
