@@ -40,6 +40,7 @@ def _input(name: str) -> str:
         ((3, 1, 48), "8=24 9=48 10=-1"),  # (c, 1, w): a row per channel
         ((4, 48), "8=40 9=48 10=4"),  # a per-N constant C as the bias
         ((4, 48), "0=0.5 1=2.0 8=40 9=48 10=4"),  # alpha and beta
+        ((1, 37), "0=0.5 1=2.0 8=21 9=37 10=4"),  # the same in the GEMV, odd sizes
     ],
 )
 def test_gemm_constant_weights(tmp_path, shape, params):

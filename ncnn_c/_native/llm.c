@@ -4,6 +4,9 @@
    * rmsnorm: rows of n values, y = (x * (1 / sqrt(mean(x^2) + eps))) * gamma (gamma NULL:
      none), ncnn_c/layer/rmsnorm.py's order of operations; the sum of squares in eight
      float lanes (numpy's pairwise sum differs only in rounding);
+   * gemv: y = alpha * (W x + bias) for one row x of K values and row-major W (N, K), the
+     rows of W split over the threads (a decode step's Gemm: it streams the weights once, so
+     its speed is the memory's; oneDNN's GEMM reaches about two thirds of it at M = 1);
    * rope: x (heads, seqlen, dim), cos / sin rows of cos_stride floats (position t at row t,
      one value per pair), each pair (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos); the pairs
      are the row's halves, or neighbours with interleaved (ncnn_c/layer/rotaryembed.py).
@@ -30,6 +33,14 @@ typedef struct {
     int64_t cos_stride;
     int interleaved;
 } ncnnc_rope_ctx;
+
+typedef struct {
+    int64_t n;
+    int64_t k;
+    const float *w;
+    const float *bias;
+    float alpha;
+} ncnnc_gemv_ctx;
 
 /* below this many values one thread is done before another one wakes */
 #define PARALLEL_MIN 65536
@@ -87,6 +98,54 @@ void ncnnc_rope(const void *vctx, void *const *ptrs)
             float x0 = x[j * step], x1 = x[j * step + second];
             y[j * step] = x0 * cs[j] - x1 * sn[j];
             y[j * step + second] = x0 * sn[j] + x1 * cs[j];
+        }
+    }
+}
+
+/* four rows of W against x: four running sums, vectorised by the compiler (omp simd lets it
+   reorder the additions), one body per instruction set picked when the library loads */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void gemv_rows(const float *w, const float *x, float *y, int64_t n0, int64_t n1, int64_t k)
+{
+    int64_t r = n0;
+    for (; r + 4 <= n1; r += 4) {
+        const float *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+        for (int64_t i = 0; i < k; i++) {
+            a0 += w0[i] * x[i];
+            a1 += w1[i] * x[i];
+            a2 += w2[i] * x[i];
+            a3 += w3[i] * x[i];
+        }
+        y[r] = a0;
+        y[r + 1] = a1;
+        y[r + 2] = a2;
+        y[r + 3] = a3;
+    }
+    for (; r < n1; r++) {
+        const float *w0 = w + r * k;
+        float a0 = 0.0f;
+#pragma omp simd reduction(+ : a0)
+        for (int64_t i = 0; i < k; i++)
+            a0 += w0[i] * x[i];
+        y[r] = a0;
+    }
+}
+
+void ncnnc_gemv(const void *vctx, void *const *ptrs)
+{
+    const ncnnc_gemv_ctx *c = (const ncnnc_gemv_ctx *)vctx;
+    const float *x = (const float *)ptrs[0];
+    float *y = (float *)ptrs[1];
+    const int64_t n = c->n, blocks = (n + 15) / 16;
+#pragma omp parallel for schedule(static) if (n * c->k >= PARALLEL_MIN)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t n0 = b * 16, n1 = n0 + 16 < n ? n0 + 16 : n;
+        gemv_rows(c->w, x, y, n0, n1, c->k);
+        for (int64_t r = n0; r < n1; r++) {
+            float v = c->bias ? y[r] + c->bias[r] : y[r];
+            y[r] = c->alpha == 1.0f ? v : v * c->alpha;
         }
     }
 }

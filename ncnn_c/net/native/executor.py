@@ -82,6 +82,8 @@ class NativeExecutor:
             # an empty Mat (a decoder's first kv cache) is only read by numpy layers
             if (m.elemsize != 4 or m.elempack != 1) and not m.empty():
                 return None
+        if not set(view.plan(index).sources) <= inputs.keys():
+            return None  # an unfed input runs as an empty Mat: the numpy path does that
         lo = view.layer_options(opt)
         opts = lo.per_layer
         key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))
