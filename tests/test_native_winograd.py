@@ -12,7 +12,10 @@ result fail instead of falling back.
 
 from __future__ import annotations
 
+import os
 import platform
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -87,6 +90,19 @@ def test_winograd_convolution(tmp_path, monkeypatch, layout, form, chunk, cin, c
     # oneDNN reads 3 channels in the plain layout, which the transforms do not take
     plain = layout is None and cin == 3
     assert winograd.forms(plan)["w"] == ("direct" if plain else f"winograd{form}")
+
+
+def test_baseline_kernels():
+    # the builds for CPUs without AVX-512 / AVX2 (and for aarch64) run here only when the
+    # environment asks, before the extension's first call: a child pytest over the cases
+    if os.environ.get("NCNN_C_WINOGRAD_BASELINE") == "1":
+        pytest.skip("this run is the child")
+    env = dict(os.environ, NCNN_C_WINOGRAD_BASELINE="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
+    cmd += ["-k", "test_winograd_convolution and (63-0 or 43-5)"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "\n90 passed" in r.stdout, r.stdout[-500:]
 
 
 @pytest.mark.parametrize("form", ["63", "43"])

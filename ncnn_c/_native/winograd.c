@@ -13,6 +13,7 @@
    (winograd_kernels.h) and picked at run time: AVX-512 / AVX2 builds on x86-64 where the
    CPU has them, the compiler's baseline vectors everywhere. */
 #include <stddef.h>
+#include <stdlib.h>
 
 const char ncnnc_winograd_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
@@ -69,12 +70,17 @@ typedef struct {
 #undef KSUF
 #undef KATTR
 
-static int wino_isa(void) /* 2: AVX-512F, 1: AVX2 + FMA, 0: neither */
+/* 2: AVX-512F, 1: AVX2 + FMA, 0: neither (or NCNN_C_WINOGRAD_BASELINE=1 in the environment:
+   the baseline builds then run, as on other CPUs; tests use it) */
+static int wino_isa(void)
 {
     static int isa = -1;
     if (isa < 0) {
+        const char *base = getenv("NCNN_C_WINOGRAD_BASELINE");
         __builtin_cpu_init();
-        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+        isa = base && base[0] == '1' ? 0
+            : __builtin_cpu_supports("avx512f") ? 2
+            : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
     }
     return isa;
 }
