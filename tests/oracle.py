@@ -590,13 +590,15 @@ def check_layer_gpu(
     tol_fp32: float = GPU_TOL_FP32,
     tol_fp16: float = GPU_TOL_FP16,
     isolate: bool = False,
+    compare=None,
     **opt_overrides,
 ) -> dict:
     """Run the layer in a Vulkan Net under every option set of ``grid`` (default GPU_GRID,
     a dict name -> option flags, or a list of its names) and compare each with the PyPI ncnn
     CPU fp32 oracle: rel L2 <= tol_fp32 for fp32 sets, <= tol_fp16 for fp16 ones (the oracle's
     values as fp16 holds them, see _fp16_compare). Returns {set name: max rel L2 error}.
-    ``opt_overrides`` apply to every set (e.g. lightmode)."""
+    ``opt_overrides`` apply to every set (e.g. lightmode); ``compare(got, ref, what)`` replaces
+    the fp32 sets' check (as in check_layer)."""
     if grid is None:
         grid = GPU_GRID
     elif not isinstance(grid, dict):
@@ -608,7 +610,7 @@ def check_layer_gpu(
     def comparer(flags):
         if flags.get("use_fp16_storage") or flags.get("use_fp16_arithmetic"):
             return lambda g, r, what: assert_close(*_fp16_compare(g, r), tol_fp16, what)
-        return lambda g, r, what: assert_close(g, r, tol_fp32, what)
+        return compare or (lambda g, r, what: assert_close(g, r, tol_fp32, what))
 
     runs = {f"GPU {name}": (runner(flags), comparer(flags)) for name, flags in grid.items()}
     errs = _check_runs(layer_type, params, weights, inputs, n_outputs, isolate, runs)
@@ -673,8 +675,8 @@ def check(
     """One case on one backend against the oracle (the PyPI ncnn, CPU fp32).
 
     "cpu": check_layer over ``paths`` within ``tol`` (``compare`` replaces the rel L2 check);
-    "vk-<set>": check_layer_gpu on that GPU_GRID set (fp32 within ``tol_fp32``, fp16 within
-    ``tol_fp16``); "vk-cpu": the layer inside a Vulkan net (check_in_vulkan_net, fp32 within
+    "vk-<set>": check_layer_gpu on that GPU_GRID set (fp32 within ``tol_fp32`` or by ``compare``,
+    fp16 within ``tol_fp16``); "vk-cpu": the layer inside a Vulkan net (check_in_vulkan_net, fp32 within
     ``max(tol, 1e-5)``, default options within GPU_TOL_FP16). ``opt_overrides`` apply to the
     Net paths. Returns {path or set: max rel L2 error}."""
     if backend == CPU_BACKEND:
@@ -689,6 +691,6 @@ def check(
     if backend.startswith("vk-") and backend[3:] in GPU_GRID:
         return check_layer_gpu(
             layer_type, params, weights, inputs, n_outputs, grid=[backend[3:]], tol_fp32=tol_fp32,
-            tol_fp16=tol_fp16, isolate=isolate, **opt_overrides,
+            tol_fp16=tol_fp16, isolate=isolate, compare=compare, **opt_overrides,
         )  # fmt: skip
     raise ValueError(f"unknown backend {backend!r}: 'cpu', 'vk-cpu' or 'vk-' + one of {list(GPU_GRID)}")
