@@ -2,7 +2,7 @@
 
     python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2 [4 ...]] [--loops N] [--warmup N]
                                  [--models NAME|PATH ...] [--png out.png] [--no-rss]
-                                 [--separate] [--contention N] [--int8]
+                                 [--separate] [--contention N] [--int8] [--rss-only]
 
 Every table is printed with the machine (CPU model, core count) and the load average before
 and after it: figures against the PyPI ncnn mean something only on a quiet machine (its
@@ -24,7 +24,8 @@ each library is timed in a child process of its own (``--separate``, the default
 two Vulkan devices on one GPU in one process slow each other down (on an H200, about 3 ms
 per small-network inference for whichever ran after the other). Peak RSS is measured per library in a child process that imports
 only that library, loads the model and runs it once. A model ncnn_c cannot load or run
-is listed as ``fails: <reason>`` and the run goes on.
+is listed as ``fails: <reason>`` and the run goes on. ``--rss-only`` runs only those children
+(no timing): a table of peak RSS per library and the ratio.
 
 Exit codes: 0 done (failing models included), 1 nothing could be timed or ncnn is missing,
 2 usage error.
@@ -324,7 +325,21 @@ def loadavg() -> str:
     return "/".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def print_rss_table(rows: list[Row], args) -> None:
+    print(f"peak RSS, ncnn_c vs ncnn (PyPI): device {args.device}, {args.threads} threads, one run per child")
+    print(f"machine: {machine()}")
+    head = f"{'model':<24} {'ours RSS MB':>12} {'ncnn RSS MB':>12} {'ratio':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        ratio = f"{r.ours_rss / r.ncnn_rss:.2f}x" if r.ours_rss and r.ncnn_rss else "-"
+        print(f"{r.model.name:<24} {fmt(r.ours_rss, '.1f'):>12} {fmt(r.ncnn_rss, '.1f'):>12} {ratio:>8}")
+
+
 def print_table(rows: list[Row], args, load_before: str = "") -> None:
+    if args.rss_only:
+        print_rss_table(rows, args)
+        return
     mode = "separate processes" if args.separate else "one process, alternating"
     busy = f", {args.contention} CPU-bound processes beside it" if args.contention else ""
     int8 = ", int8 (use_int8_inference)" if args.int8 else ""
@@ -389,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--png", help="write a bar chart of the medians to this file")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     ap.add_argument("--int8", action="store_true", help="the models/benchmark_int8 networks, int8 inference")
+    ap.add_argument("--rss-only", action="store_true", help="only the peak-RSS children, no timing")
     ap.add_argument("--child", choices=("ncnn_c", "ncnn"), help=argparse.SUPPRESS)
     ap.add_argument("--child-model", help=argparse.SUPPRESS)
     ap.add_argument("--child-loops", type=int, default=0, help=argparse.SUPPRESS)
@@ -404,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
         return child(args)
     if args.loops < 1 or args.warmup < 0 or min(args.threads) < 1 or args.contention < 0:
         print("vs_ncnn: --loops and --threads must be >= 1, --warmup >= 0", file=sys.stderr)
+        return 2
+    if args.rss_only and args.no_rss:
+        print("vs_ncnn: --rss-only and --no-rss exclude each other", file=sys.stderr)
         return 2
     try:
         models = discover_int8(args.models) if args.int8 else discover(args.models)
@@ -426,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             before = loadavg()
             rows = run_models(models, args, ncnn, ncnn_c)
             print_table(rows, args, before)
-            medians[n] = {r.model.name: r.ours_ms for r in rows}
+            medians[n] = {r.model.name: r.ours_rss if args.rss_only else r.ours_ms for r in rows}
             if args.png:
                 png = args.png if len(counts) == 1 else args.png.replace(".png", f"-{n}t.png")
                 write_png(rows, png, args)
@@ -435,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for p in busy:
             p.kill()
-    for a, b in zip(counts, counts[1:], strict=False):
+    for a, b in [] if args.rss_only else zip(counts, counts[1:], strict=False):
         worse = [m for m, v in medians[b].items() if v and medians[a].get(m) and v > medians[a][m]]
         print(f"ncnn_c slower with {b} threads than with {a}: {', '.join(worse) or 'none'}")
     return 0 if any(v is not None for t in medians.values() for v in t.values()) else 1
@@ -450,6 +469,11 @@ def run_models(models, args, ncnn, ncnn_c) -> list[Row]:
             shapes = model_shapes(model)
         except (ModelError, UsageError) as e:
             row.fails = row.ncnn_fails = str(e)
+            continue
+        if args.rss_only:
+            row.ours_rss = rss_of("ncnn_c", model, shapes, args.device, args.threads)
+            row.ncnn_rss = rss_of("ncnn", model, shapes, args.device, args.threads)
+            print(f"vs_ncnn: {model.name} done", file=sys.stderr)
             continue
         if args.separate if args.separate is not None else args.device == "vulkan":
             # the RSS reported is the timing child's peak (after the timed loops)

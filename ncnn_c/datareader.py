@@ -23,7 +23,7 @@ import stat
 
 import numpy as np
 
-from .cache.fileio import file_kind
+from ._files import file_kind
 from .errors import ModelFormatError
 
 log = logging.getLogger("ncnn_c")

@@ -144,9 +144,12 @@ def test_native_windowed_pool(is_max, c, h, w, k, s, pads):
     np.testing.assert_array_equal(y, want)
 
 
-def test_winograd_weights_wait_for_an_input_that_uses_them(tmp_path):
-    """A shape hint of a 7x7 output (too few tiles) leaves the Winograd transform for later;
-    a larger input then makes it and gets the same result as a direct convolution."""
+@pytest.mark.parametrize("native_plan", [False, True], ids=["numpy", "native plan"])
+def test_winograd_weights_wait_for_an_input_that_uses_them(tmp_path, native_plan):
+    """The numpy layer's Winograd transform waits for an input with enough tiles (not a 7x7
+    output); a larger input then makes it and gets the same result as a direct convolution.
+    Under the native plan the numpy layer never makes it: the plan's recording pass runs
+    the convolution directly and the plan runs it afterwards."""
     import ncnn_c
 
     c = 16
@@ -162,11 +165,12 @@ def test_winograd_weights_wait_for_an_input_that_uses_them(tmp_path):
     model.write_bytes(np.zeros(1, np.uint32).tobytes() + weight.tobytes())  # flag 0: raw fp32
     net = ncnn_c.Net()
     net.opt.use_packing_layout = False
+    net.native_plan = native_plan
     assert net.load_param(str(param)) == 0 and net.load_model(str(model)) == 0
     conv = net.layers()[1]
     assert conv._wino is None
     w4 = weight.reshape(c, c, 3, 3)
-    for hw, transformed in ((7, False), (20, True)):
+    for hw, transformed in ((7, False), (20, not native_plan)):
         x = g.standard_normal((c, hw, hw)).astype(np.float32)
         ex = net.create_extractor()
         ex.input("x", ncnn_c.Mat(x))

@@ -99,6 +99,36 @@ def _release_code_pages(name: str) -> None:
         log.debug("oneDNN: its code pages stay mapped (%s)", e)
 
 
+# file-backed resident pages (statm's "shared") when libdnnl's code was last given back
+_file_pages_after_release = 0
+RELEASE_STEP = 512  # pages: touched since the last release before ``release_code(True)`` acts
+
+
+def release_code(when_grown: bool = False) -> None:
+    """Give back libdnnl's code pages touched so far: building a plan runs the creation code of
+    every primitive it considers (descriptors, implementation lists, JIT generators), which
+    its runs never need again (8-9 MB on a small network, the largest part of its first
+    extract's peak). The runs fault the pages they execute back in from the page cache.
+    ``when_grown``: only once the process's file-backed pages grew by ``RELEASE_STEP`` since
+    the last release (cheap to ask: a plan's build asks after each layer)."""
+    global _file_pages_after_release
+    if get() is None:
+        return
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return
+    if when_grown and pages - _file_pages_after_release < RELEASE_STEP:
+        return
+    _release_code_pages("libdnnl.so")
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            _file_pages_after_release = int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        pass
+
+
 def get():
     """The ``_plan`` extension module (``.ffi``, ``.lib``), or None when it cannot run here."""
     global _state

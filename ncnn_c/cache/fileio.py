@@ -16,23 +16,10 @@ import threading
 import time
 from collections.abc import Iterator
 
+from .._files import file_kind
 from . import format as fmt
 from .format import CacheMissing, CacheRejected
 from .hashing import as_view
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, for messages ("a directory", "a FIFO", ...)."""
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def _read_limited(f, limit: int, what: str) -> bytes:

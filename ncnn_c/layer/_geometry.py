@@ -15,7 +15,8 @@ A layer declares its axes once (``Window.AXES``); its params ``kernel_<axis>``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -178,17 +179,60 @@ class Window(Layer):
         return out
 
 
+# parking and restoring weights (WeightBias): one at a time over every layer, rarely taken
+_park_lock = threading.Lock()
+
+
 class WeightBias(Layer):
     """A layer whose model holds ``weight_data_size`` weights, then ``num_output`` biases when
     ``bias_term`` (none with ``dynamic_weight``: they come as input blobs), then a quantized
     layer's int8 scales (``load_scales``), as Convolution, Deconvolution and InnerProduct load
     theirs. ``_prepare()`` derives the forward's arrays
-    once they are loaded."""
+    once they are loaded.
+
+    Parked weights: the native plan keeps its own copy of the weights in the layout its
+    primitive wants, and ncnn keeps only its transformed copy too, so a layer whose copy the
+    plan made exactly (a reorder) lets its own go (``park_weights``: the largest part of a
+    network's memory, held twice otherwise). Reading ``weight_data`` again (a numpy forward's
+    ``_prepare``, the build of a plan for another input shape) restores them, bit for bit,
+    from that copy; ``DERIVED`` names the arrays ``_prepare`` derives from them, which go too
+    (the forwards make them again when they find them None)."""
+
+    DERIVED: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         super().__init__()
+        self._restore: Callable[[], Mat] | None = None
         self.weight_data = Mat()
         self.bias_data = Mat()
+
+    @property
+    def weight_data(self) -> Mat:
+        if self._restore is not None:
+            self._unpark()
+        return self._weight_data
+
+    @weight_data.setter
+    def weight_data(self, m: Mat) -> None:
+        self._weight_data = m
+        self._restore = None
+
+    def park_weights(self, restore: Callable[[], Mat]) -> None:
+        """Let the weights go; ``restore()`` gives them back (a fresh Mat) when read again."""
+        with _park_lock:
+            self._weight_data = Mat()
+            for name in self.DERIVED:
+                setattr(self, name, None)
+            self._restore = restore
+
+    def _unpark(self) -> None:
+        with _park_lock:
+            restore = self._restore
+            if restore is None:
+                return
+            self._weight_data = restore()
+            self._restore = None
+            self._prepare()
 
     def load_model(self, mb) -> int:
         if getattr(self, "dynamic_weight", 0):

@@ -57,6 +57,7 @@ class Convolution(Window, WeightBias):
         Param(18, "pad_value", 0.0),
         Param(19, "dynamic_weight", 0),
     )
+    DERIVED: ClassVar[tuple[str, ...]] = ("_weight2d", "_wino")
 
     def __init__(self) -> None:
         super().__init__()
@@ -132,11 +133,6 @@ class Convolution(Window, WeightBias):
         self._wino = None
         self._wino_done = False
         self._wino_fits = False
-
-    def create_pipeline(self, opt) -> int:
-        if not (self.int8_scale_term and opt.use_int8_inference):
-            self._prepare_winograd()
-        return 0
 
     # -- int8 --------------------------------------------------------------------------------------
     def weight_scale_count(self) -> int:
@@ -214,21 +210,16 @@ class Convolution(Window, WeightBias):
         return store(top, res.reshape(-1) if flat else res, opt)
 
     def _prepare_winograd(self) -> None:
-        """Transform the weights for Winograd once, on the CPU path only (a GPU layer never
-        needs the 4x larger copy). When the param file's shape hint says the output has too
-        few tiles for Winograd (ResNet-50's 7x7 stage: 113 MB of transformed weights never
-        read), the transform waits until an input large enough comes."""
+        """Decide whether the static weights suit Winograd. The transform itself (4x the
+        kernel) waits for the first forward that takes that path (``_winograd_weights``): a
+        GPU layer, a layer the native plan runs (its recording pass runs without Winograd,
+        ``opt.use_winograd_convolution``) and a layer whose outputs have too few tiles
+        (ResNet-50's 7x7 stage: 113 MB) never hold it."""
         if self._wino_done or self._weight2d is None:
             return
         self._wino_done = True
         inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
         self._wino_fits = self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output)
-        hint = self.top_shapes[0] if self.top_shapes else None
-        if hint is not None and hint.dims == 3 and hint.w > 0 and hint.h > 0:
-            if -(-hint.w // 4) * -(-hint.h // 4) < WINOGRAD_MIN_TILES:
-                return
-        if self._wino_fits:
-            self._winograd_weights()
 
     def _winograd_weights(self) -> np.ndarray:
         if self._wino is None:
@@ -262,8 +253,9 @@ class Convolution(Window, WeightBias):
             self._prepare_winograd()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:
             return self._forward_flat(bottom, top, opt)
+        wino = self._wino_fits and opt.use_winograd_convolution and opt.use_winograd43_convolution
         return self._forward_3d(
-            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, self._wino_fits
+            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, wino
         )
 
     def _forward_3d(self, bottom, top, opt, weight2d, bias, kw, kh, wino: bool = False) -> int:

@@ -27,6 +27,7 @@ log = logging.getLogger("ncnn_c")
 
 class ConvolutionDepthWise(Convolution):
     PARAMS = Convolution.PARAMS[:6] + (Param(7, "group", 1),) + Convolution.PARAMS[6:]
+    DERIVED = (*Convolution.DERIVED, "_weight3d")
 
     def __init__(self) -> None:
         super().__init__()

@@ -46,6 +46,7 @@ class Deconvolution(WeightBias):
         Param(21, "output_h", "output_w"),
         Param(28, "dynamic_weight", 0),
     )
+    DERIVED: ClassVar[tuple[str, ...]] = ("_wt",)
 
     num_output: int
     kernel_w: int

@@ -38,6 +38,7 @@ class InnerProduct(WeightBias):
         Param(9, "activation_type", 0),
         Param(10, "activation_params", kind="floats"),
     )
+    DERIVED: ClassVar[tuple[str, ...]] = ("_weight",)
     num_output: int
     bias_term: int
     weight_data_size: int

@@ -155,31 +155,44 @@ def test_convolution_winograd(geom, native, request, monkeypatch):
     for act in (0, 1):
         errs = conv_case({0: n, 1: 3, 9: act, **params}, c, h, w, bias=act == 1)
         assert max(errs.values()) <= 4e-6
-    # the Net path on two threads: the transforms split channels over them
+    # the Net path on two threads: the transforms split channels over them (numpy layers: the
+    # native plan's recording runs convolutions without Winograd, then the plan runs them)
+    from ncnn_c.net.native.executor import NativeExecutor
+
+    monkeypatch.setattr(NativeExecutor, "extract", lambda *a: None)
     conv_case({0: n, 1: 3, 9: 1, **params}, c, h, w, seed=1, paths=("net",), num_threads=2)
-    assert len(calls) == 5  # every case above took the Winograd path
+    assert len(calls) == 3  # the layer path of both cases and the numpy Net took Winograd
 
 
 def test_convolution_winograd_is_used():
-
+    """The Winograd weights (4x the kernel) are made by the first forward that takes that
+    path: never by create_pipeline (a GPU layer, a layer the native plan runs), never for a
+    layer that does not fit, never with use_winograd_convolution off (the native plan's
+    recording pass)."""
     from ncnn_c.layer import create_layer_cpu
+    from ncnn_c.mat import Mat
+    from ncnn_c.modelbin import ModelBinFromMatArray
     from ncnn_c.paramdict import ParamDict
 
-    def prepared(params):
+    def prepared(params, **flags):
         layer = create_layer_cpu("Convolution")
         pd = ParamDict()
         for k, v in params.items():
             pd.set(k, v)
         assert layer.load_param(pd) == 0
-        from ncnn_c.mat import Mat
-        from ncnn_c.modelbin import ModelBinFromMatArray
-
         assert layer.load_model(ModelBinFromMatArray([Mat(np.ones(params[6], np.float32))])) == 0
-        assert layer._wino is None  # transformed in create_pipeline, so a GPU layer never holds it
-        assert layer.create_pipeline(default_option()) == 0
+        opt = default_option()
+        for k, v in flags.items():
+            setattr(opt, k, v)
+        assert layer.create_pipeline(opt) == 0
+        assert layer._wino is None
+        top = Mat()
+        assert layer.forward(Mat(np.ones((16, 24, 24), np.float32)), top, opt) == 0
         return layer
 
     assert prepared({0: 16, 1: 3, 6: 16 * 16 * 9})._wino is not None
+    assert prepared({0: 16, 1: 3, 6: 16 * 16 * 9}, use_winograd_convolution=False)._wino is None
+    assert prepared({0: 16, 1: 3, 6: 16 * 16 * 9}, use_winograd43_convolution=False)._wino is None
     assert prepared({0: 16, 1: 3, 3: 2, 6: 16 * 16 * 9})._wino is None  # strided
     assert prepared({0: 16, 1: 3, 2: 2, 6: 16 * 16 * 9})._wino is None  # dilated
     assert prepared({0: 8, 1: 3, 6: 8 * 16 * 9})._wino is None  # few outputs

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._native.onednn import release_code
 from ...layer import Layer
 from ...mat import Mat
 from ...option import Option
@@ -230,8 +231,10 @@ class NativePlan:
         self._keep: list = []  # weights and constant memories the primitives read
         # constants' arrays while the plan is built: kept after it only where a step reads
         # them (weights a primitive wants in another layout live on as that copy alone)
-        self._const_arrays: list[tuple[object, np.ndarray]] = []  # (memory, its array)
+        self._const_arrays: dict[int, tuple[object, np.ndarray]] = {}  # id(memory) -> (it, its array)
         self._stepped: set[int] = set()  # ids of the memories the steps read or write
+        # constants whose array went once they were prepacked: no step may read them
+        self._spent: dict[int, object] = {}
         self._values: dict[int, Value] = {}
         self._all_values: list[Value] = []
         self.segments: list[Segment] = []
@@ -282,6 +285,10 @@ class NativePlan:
                 continue
             if seg is None:
                 seg = Segment(d.Steps(self.dnnl))
+            # primitive creation runs code the runs never need: given back as the build goes
+            # (onednn.release_code), else all of it is resident at the end, the first
+            # extract's peak
+            release_code(when_grown=True)
             try:
                 taken = self._build_layer(layer, seg, chains.get(li, []), opts[li])
                 self.native_layers += 1
@@ -306,8 +313,8 @@ class NativePlan:
             self._export(seg, b)
         self.segments.append(seg)
         self._place()
-        self._keep += [a for mem, a in self._const_arrays if id(mem) in self._stepped]
-        self._const_arrays, self._stepped = [], set()
+        self._keep += [a for mem, a in self._const_arrays.values() if id(mem) in self._stepped]
+        self._const_arrays, self._stepped, self._spent = {}, set(), {}
         for s in self.segments:
             if s.steps is not None:
                 s.steps.seal()
@@ -378,7 +385,7 @@ class NativePlan:
             raise Unsupported("constant size")
         plain = self.dnnl.md(dims, PLAIN[len(dims)])
         mem, addr = self.dnnl.memory(plain, a.ctypes.data), a.ctypes.data
-        self._const_arrays.append((mem, a))
+        self._const_arrays[id(mem)] = (mem, a)
         if md is not None and md != plain:
             mem, addr = self.prepack_at(mem, md)
         v = Value(mem.md, shape, -1)
@@ -386,6 +393,8 @@ class NativePlan:
         return v
 
     def add(self, seg: Segment, prim, args) -> None:
+        if any(id(mem) in self._spent for _, mem in args):
+            raise RuntimeError("native plan: a step reads a constant whose array went at its prepack")
         seg.steps.add(prim, args)
         self._stepped.update(id(mem) for _, mem in args)
         self.step += 1
@@ -427,25 +436,62 @@ class NativePlan:
     def const(self, arr: np.ndarray, dims, tag: str):
         a = np.ascontiguousarray(arr, dtype=np.float32)
         mem = self.dnnl.memory(self.dnnl.md(dims, tag), a.ctypes.data)
-        self._const_arrays.append((mem, a))
+        self._const_arrays[id(mem)] = (mem, a)
         return mem
 
     def prepack(self, src_mem, md):
-        """A constant (weights) reordered once into the layout ``md`` a primitive wants."""
-        return src_mem if src_mem.md == md else self.prepack_at(src_mem, md)[0]
+        """A constant (weights) reordered once into the layout ``md`` a primitive wants. When
+        that is a copy, ``src_mem``'s own array goes at once (weights with a BatchNorm folded
+        in: as large as the layer's; not at the end of the build, where every layer's would
+        add to the first extract's peak), and when it is the building layer's own weights
+        the layer parks them (``_park``): no step may read ``src_mem`` afterwards."""
+        if src_mem.md == md:
+            return src_mem
+        out, _addr, buf = self._reordered(src_mem, md)
+        entry = self._const_arrays.get(id(src_mem))
+        if entry is not None and id(src_mem) not in self._stepped:
+            del self._const_arrays[id(src_mem)]
+            self._spent[id(src_mem)] = src_mem  # held: its id stays its own
+            self._park(entry[1], src_mem.md, out, buf)
+        return out
 
     def prepack_at(self, src_mem, md):
-        d = dnnl_module()
+        """``src_mem`` reordered into a new constant of layout ``md``: (memory, address)."""
+        return self._reordered(src_mem, md)[:2]
+
+    def _reordered(self, src_mem, md):
         buf = np.empty(max(1, md.size // 4 + 16), np.float32)
         self._keep.append(buf)
         addr = buf.ctypes.data
         addr += (-addr) % 64
         dst = self.dnnl.memory(md, addr)
-        steps = d.Steps(self.dnnl)
-        steps.add(self.dnnl.reorder(src_mem.md, md).primitive(), [(d.ARG_SRC, src_mem), (d.ARG_DST, dst)])
-        steps.seal()
-        d.Runner(self.dnnl).run(steps, 1, [])
-        return dst, addr
+        reorder(self.dnnl, src_mem, dst)
+        return dst, addr, buf
+
+    def _park(self, arr: np.ndarray, plain_md, packed, buf: np.ndarray) -> None:
+        """The building layer lets its weights go when ``arr`` (what ``packed`` was reordered
+        from) is exactly them: a reorder of ``packed`` back into ``plain_md`` restores them
+        (``buf`` holds its bytes). Weights with a BatchNorm folded in, transformed (Winograd)
+        or of another type are not the layer's and stay."""
+        layer = self.layers[self._li]
+        if not hasattr(layer, "park_weights") or not builtin(layer):
+            return
+        own = layer.weight_data
+        if own.elemsize != 4 or own.elempack != 1 or own.empty():
+            return
+        flat = own.tensor()
+        if arr.ctypes.data != flat.ctypes.data or arr.nbytes != flat.nbytes:
+            return
+        dn, count = self.dnnl, flat.size
+
+        def restore() -> Mat:
+            m = Mat(count)
+            if m.empty():
+                raise MemoryError(f"cannot restore the {count} weights of {layer.name!r}")
+            reorder(dn, packed, dn.memory(plain_md, m.data_ptr()), buf)
+            return m
+
+        layer.park_weights(restore)
 
     # -- layouts ------------------------------------------------------------------------------
     def tag_of(self, md) -> str | None:
@@ -683,6 +729,17 @@ class NativePlan:
                 if capture is not None:
                     capture[blob] = np.array(m.numpy(), copy=True)
         return 0
+
+
+def reorder(dn, src_mem, dst_mem, *keep) -> None:
+    """dst = src now (a oneDNN reorder on this thread; ``keep``: arrays its memories are over,
+    held until it ran)."""
+    d = dnnl_module()
+    steps = d.Steps(dn)
+    steps.add(dn.reorder(src_mem.md, dst_mem.md).primitive(), [(d.ARG_SRC, src_mem), (d.ARG_DST, dst_mem)])
+    steps.seal()
+    d.Runner(dn).run(steps, 1, [])
+    del keep
 
 
 def no_reference(pd) -> None:
