@@ -3,19 +3,21 @@
 oneDNN 3.2 has no fp32 Winograd on x86 (``dnnl_convolution_winograd`` is unimplemented,
 ``auto`` picks the direct kernel), and ncnn runs VGG's and YOLO's 3x3 layers through
 Winograd F(6,3). Here a convolution becomes three steps: the input transform
-(``_native/winograd.c``, a plan.c kernel) from oneDNN's blocked layout into the n*n
+(``_native/winograd.c``, a plan.c kernel) from nhwc or a blocked layout into the n*n
 GEMM inputs V[n*n][tiles][K], oneDNN's batched matmul against the transformed weights
-U[n*n][K][N] (transformed in float64 a few output channels at a time and prepacked once,
-when the plan is built; the plan keeps the packed copy alone) and the
-output transform with bias and the activation back into the blocked layout. A residual add
-after the convolution keeps the direct kernel (it has the add as a post-op); activations
-other than ReLU / leaky ReLU / Clip run as one eltwise primitive after the output transform.
+U[n*n][K][N] (transformed a few output channels at a time and prepacked once, when the
+plan is built; the plan keeps the packed copy alone) and the output transform with bias and
+the activation back into the input's layout. Tiles go through the three steps in chunks
+whose V and M stay in cache. A residual add after the convolution keeps the direct kernel
+(it has the add as a post-op); activations other than ReLU / leaky ReLU / Clip run as one
+eltwise primitive after the output transform.
 
 Which form a layer takes (``choose``) is a cost model fitted to the benchmark networks'
 layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on small ones, direct where the
 planes are tiny (the transformed weights, 4-7x the kernel, are read for few tiles) or the
-channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every layer direct, ``=63`` / ``=43``
-forces that form on every layer it can take (tests, measurements). A plan records each
+channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every
+layer direct, ``=63`` / ``=43`` forces that form on every layer it can take (tests,
+measurements). A plan records each
 choice: ``forms(plan)`` is {layer name: "winograd63" | "winograd43" | "direct"}.
 """
 
@@ -63,27 +65,29 @@ G = {
 }
 
 
-# bytes of float64 intermediates per slice of output channels in transform_weights
+# bytes of intermediates per slice of output channels in transform_weights
 TRANSFORM_BYTES = 4 << 20
 
 
 def transform_weights(weight: np.ndarray, m: int, out: np.ndarray | None = None) -> np.ndarray:
-    """U = G g G^T of each (output, input) 3x3 kernel of ``weight`` (oc, c, 3, 3), in float64:
-    (n*n, c, oc) float32, position a*n + k for row a, column k of the n x n tile; written
-    into ``out`` (a view of the padded U, say) when given. A few output channels at a time:
-    the whole layer's float64 intermediates are 14x its kernel (a 512-channel layer's
-    134 MB), which set the first extract's peak memory."""
-    g = np.array(G[m], np.float64)
+    """U = G g G^T of each (output, input) 3x3 kernel of ``weight`` (oc, c, 3, 3): (n*n, c,
+    oc) float32, position a*n + k for row a, column k of the n x n tile; written into
+    ``out`` (a view of the padded U, say) when given. One product per slice of output
+    channels, kron(G, G) (n*n x 9, rounded once from float64) by the slice's kernels (9 x
+    channels): 0.1 s for VGG16's 13 layers where per-kernel float64 products took 1.4 s,
+    and the intermediates stay small (a whole layer's would set the first extract's peak
+    memory)."""
     n = m + 2
+    g = np.array(G[m], np.float64)
+    gg = np.kron(g, g).astype(np.float32)  # [a*n + k, i*3 + j] = G[a, i] G[k, j]
     oc, c = weight.shape[:2]
     if out is None:
         out = np.empty((n * n, c, oc), np.float32)
-    step = max(1, TRANSFORM_BYTES // (8 * n * n * c))
+    w = np.asarray(weight, np.float32).reshape(oc, c * 9)
+    step = max(1, TRANSFORM_BYTES // (4 * n * n * c))
     for o in range(0, oc, step):
-        w = np.asarray(weight[o : o + step], np.float64)
-        t = np.tensordot(g, w, axes=([1], [2]))  # (n, step, c, 3)
-        u = np.tensordot(t, g, axes=([3], [1]))  # (n, step, c, n)
-        out[:, :, o : o + step] = u.transpose(0, 3, 2, 1).reshape(n * n, c, -1)
+        part = w[o : o + step].reshape(-1, 9)  # (step * c, 9)
+        out[:, :, o : o + step] = (gg @ part.T).reshape(n * n, -1, c).transpose(0, 2, 1)
     return out
 
 
@@ -146,23 +150,23 @@ def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
     return min((0, 6, 4), key=lambda m: cost(m, c, oc, oh, ow, lanes))
 
 
-# V + M of a chunk (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
+# V + M of a chunk per thread (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
 # above which one pass over all tiles is faster (measured: docs/decisions.md)
 CHUNK_BYTES = 2 << 20
 CHUNK_MIN = 16
 CHUNK_WEIGHTS = 4 << 20
 
 
-def chunk_tiles(tiles: int, kp: int, np_: int, n: int) -> int:
-    """Tiles per chunk: V and M of a chunk should stay in cache between the steps, unless
-    the weights are the larger part (their reads repeat per chunk).
-    ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
+def chunk_tiles(tiles: int, kp: int, np_: int, n: int, threads: int) -> int:
+    """Tiles per chunk: V and M of a chunk should stay in the caches of the ``threads``
+    cores between the steps, unless the weights are the larger part (their reads repeat
+    per chunk). ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
     v = os.environ.get("NCNN_C_WINOGRAD_CHUNK", "").strip()
     if v:
         return int(v) or tiles
     if n * n * kp * np_ * 4 > CHUNK_WEIGHTS:
         return tiles
-    return max(CHUNK_MIN, min(tiles, CHUNK_BYTES // (n * n * (kp + np_) * 4)))
+    return max(CHUNK_MIN, min(tiles, max(1, threads) * CHUNK_BYTES // (n * n * (kp + np_) * 4)))
 
 
 # the activations the output transform applies: (ncnnc_wino.act, a0, a1)
@@ -237,7 +241,8 @@ def convolution(
 
     ffi = mod.ffi
     nhwc = tag == "acdb"
-    chunk = chunk_tiles(tiles, kp, np_, n)
+    # the plan's thread count is OpenMP's while it is built (executor.py)
+    chunk = chunk_tiles(tiles, kp, np_, n, mod.lib.ncnnc_wino_threads())
     chunks = -(-tiles // chunk)
     chunk = -(-tiles // chunks)  # the last one padded by fewer tiles (they read zeros, write nothing)
     base = dict(
