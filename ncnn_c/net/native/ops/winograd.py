@@ -17,8 +17,8 @@ layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on small ones, direct
 planes are tiny (the transformed weights, 4-7x the kernel, are read for few tiles) or the
 channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every
 layer direct, ``=63`` / ``=43`` forces that form on every layer it can take (tests,
-measurements). A plan records each
-choice: ``forms(plan)`` is {layer name: "winograd63" | "winograd43" | "direct"}.
+measurements); ``NCNN_C_WINOGRAD_CHUNK`` sets the tiles per chunk. ``forms(plan)`` is each
+choice of a plan: {layer name: "winograd63" | "winograd43" | "direct"}.
 """
 
 from __future__ import annotations
