@@ -48,6 +48,15 @@ def test_gemm_constant_weights(tmp_path, shape, params):
     check(tmp_path, lines, {"data": shape}, ["out"])
 
 
+def test_gemm_row_without_the_llm_extension(tmp_path, monkeypatch):
+    """Without ``_llm`` a one-row Gemm is oneDNN's inner product over the plain weights."""
+    from ncnn_c.net.native.ops import transformer
+
+    monkeypatch.setattr(transformer, "kernels", lambda: None)
+    lines = [_input("data"), "Gemm g 1 1 data out 0=0.5 1=2.0 2=0 3=1 4=0 5=1 6=1 7=1 8=21 9=37 10=4"]
+    check(tmp_path, lines, {"data": (1, 37)}, ["out"])
+
+
 def test_gemm_with_an_input_b_stays_numpy(tmp_path):
     lines = [_input("a"), _input("b"), "Gemm g 2 1 a b y 2=0 3=1", "ReLU r 1 1 y out"]
     check(tmp_path, lines, {"a": (4, 16), "b": (8, 16)}, ["out"], numpy_layers=1)

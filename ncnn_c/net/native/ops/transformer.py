@@ -102,13 +102,8 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     d, dn = dnnl_module(), plan.dnnl
     # (N, K) row-major: the layer's own array when transB (no copy), else a transposed copy
     wt = np.ascontiguousarray(layer._B.T)
-    weights = plan.const(wt, (n, k), "ab")
-    bias = None
-    if layer._C is not None:
-        cvals = np.asarray(layer._C, np.float32)
-        if cvals.shape != (1, n):
-            raise Unsupported("a constant C that is not per-N")
-        bias = plan.const(cvals.reshape(n), (n,), "a")
+    if layer._C is not None and np.shape(layer._C) != (1, n):
+        raise Unsupported("a constant C that is not per-N")
     alpha = [] if layer.alpha == 1.0 else [("linear", float(layer.alpha), 0.0)]
     src = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0]))), (m, k))
     out = plan.new_value(dn.md((m, n), "ab"), oshape)
@@ -145,6 +140,10 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
         plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
     else:
         # oneDNN's GEMM over the plain weights (the GEMV at M = 1 where _llm is not built)
+        weights = plan.const(wt, (n, k), "ab")
+        bias = (
+            None if layer._C is None else plan.const(np.asarray(layer._C, np.float32).reshape(n), (n,), "a")
+        )
         pd = dn.inner_product(src.md, weights.md, bias.md if bias else None, out.md, alpha)
         no_reference(pd)
         if pd.md("weights", (n, k)) != weights.md:
