@@ -25,6 +25,9 @@ from ._blob import store_array
 
 log = logging.getLogger("ncnn_c")
 
+# query rows up to which the products run in einsum's loops instead of BLAS (forward)
+FEW_ROWS = 4
+
 
 class SDPA(Layer):
     PARAMS: ClassVar[tuple[Param, ...]] = (
@@ -145,9 +148,17 @@ class SDPA(Layer):
 
         scale = self.scale if self.scale != 0.0 else 1.0 / math.sqrt(embed_dim)
         per_group = heads // groups
-        # (groups, heads per group, len, dim): each head meets its group's keys and values
+        # (groups, heads per group, len, dim): each head meets its group's keys and values.
+        # A few query rows (a decode step) take einsum's own loops, not BLAS: OpenBLAS's
+        # workers, once a product wakes them, spin and take the cores from the native plan's
+        # OpenMP threads between the SDPA layers (a 2-thread decode ran 10x slower); a
+        # prefill's products are large enough for BLAS to pay
+        few = src_len <= FEW_ROWS
         qg = q.reshape(groups, per_group, src_len, embed_dim)
-        scores = np.matmul(qg, k[:, None].swapaxes(-1, -2)).reshape(heads, src_len, dst_len)
+        if few:
+            scores = np.einsum("gpsd,gld->gpsl", qg, k).reshape(heads, src_len, dst_len)
+        else:
+            scores = np.matmul(qg, k[:, None].swapaxes(-1, -2)).reshape(heads, src_len, dst_len)
         scores *= np.float32(scale)
         if mask is not None:
             scores += mask
@@ -155,7 +166,8 @@ class SDPA(Layer):
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
 
-        out = np.matmul(scores.reshape(groups, per_group, src_len, dst_len), v[:, None])
+        probs = scores.reshape(groups, per_group, src_len, dst_len)
+        out = np.einsum("gpsl,gld->gpsd", probs, v) if few else np.matmul(probs, v[:, None])
         if store_array(tops[0], out.reshape(heads, src_len, out_dim), opt) != 0:
             return -100
 
