@@ -532,6 +532,29 @@ GPU_GRID = {
     # fp32, shaders compile with the packed-half macros and fp16 arithmetic
     "fp16pa-pack": dict(_FP16SA_GPU, use_fp16_storage=False, use_packing_layout=True),
 }
+
+
+# x * a + b: ncnn rounds once where the CPU has FMA and twice (the product, then the sum) where
+# it has not (seen under `qemu-x86_64 -cpu SandyBridge`); ncnn_c rounds once everywhere.
+def mul_add_forms(x, a, b) -> tuple[np.ndarray, np.ndarray]:
+    """(rounded once, rounded twice) float32 results of x*a+b; a float64 product of two float32
+    values is exact, so rounding its sum once gives the fused result."""
+    x32, a32, b32 = (np.asarray(v, dtype=np.float32) for v in (x, a, b))
+    once = (x32.astype(np.float64) * a32.astype(np.float64) + b32.astype(np.float64)).astype(np.float32)
+    twice = (x32 * a32 + b32).astype(np.float32)
+    return once, twice
+
+
+def assert_mul_add(got, ref, x, a, b, what: str = "") -> float:
+    """ncnn_c's x*a+b must be the single rounding; the oracle's, per element, either."""
+    once, twice = mul_add_forms(x, a, b)
+    got, ref = np.asarray(got, dtype=np.float32), np.asarray(ref, dtype=np.float32)
+    np.testing.assert_array_equal(got, once, err_msg=f"{what}: ncnn_c's x*a+b is not rounded once")
+    odd = (ref != once) & (ref != twice)
+    assert not odd.any(), f"{what}: oracle {ref[odd][:4]} is neither {once[odd][:4]} nor {twice[odd][:4]}"
+    return 0.0
+
+
 # Two sets at the two ends of the grid (exact fp32 unpacked; packed fp16 storage and arithmetic):
 # what a module's long sweeps (every axis of every rank ...) run on the GPU, where the whole grid
 # over every case would cost minutes on lavapipe; the full grid runs on the module's main cases.

@@ -41,6 +41,7 @@ from test_networks import (
 )
 
 import ncnn_c
+from ncnn_c.cpu import cpu_support_x86_avx, cpu_support_x86_fma
 from ncnn_c.tools.randbin import random_weights
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -85,8 +86,12 @@ def _model(name: str):
 @pytest.mark.parametrize("model", [_model(m) for m in MODELS])
 def test_int8_network(model):
     errors = compare_network(_param(model), weights(model, False), tol=TOL)
-    # exact int8 arithmetic on both sides: far inside the bar
-    assert max(errors.values()) <= 1e-5, errors
+    # exact int8 arithmetic on both sides: far inside the bar, where the oracle's fp32 layers
+    # between the int8 ones round as ours do. On a CPU without FMA they round products and sums
+    # apart, a last-bit difference that moves a few quantized values by one step (GoogLeNet: 3.9e-3
+    # under `qemu-x86_64 -cpu SandyBridge`); there the bar holds (compare_network's TOL).
+    if cpu_support_x86_fma() or not cpu_support_x86_avx():  # (not x86 at all: Arm has FMA)
+        assert max(errors.values()) <= 1e-5, errors
 
 
 @pytest.mark.parametrize("model", ["squeezenet", "mobilenet", "resnet18", "squeezenet_ssd"])
