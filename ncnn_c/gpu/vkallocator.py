@@ -123,6 +123,8 @@ class VkAllocator:
         self.coherent = False
         self._lock = threading.Lock()
         self._alive = True
+        # ranges whose VkMat was finalised while the lock was taken (free_from_finalizer)
+        self._deferred: list = []
         vkdev._register_allocator(self)
 
     def fastMalloc(self, size: int):
@@ -140,6 +142,17 @@ class VkAllocator:
 
     def fastFree(self, bm) -> None:
         raise NotImplementedError
+
+    def free_from_finalizer(self, bm) -> None:
+        """fastFree for a finalizer (``VkMat.__del__``). The garbage collector can run one inside
+        this allocator's own critical section (a fastMalloc allocating Python objects), where
+        waiting for the lock would wait for the thread itself: so never wait here. When the lock
+        is taken, the range is queued and the next fastMalloc, fastFree or clear frees it."""
+        if self._lock.acquire(blocking=False):
+            self._lock.release()
+            self.fastFree(bm)
+        else:
+            self._deferred.append(bm)
 
     def clear(self) -> None:
         pass
@@ -249,6 +262,7 @@ class VkBlobAllocator(VkAllocator):
             if not self._alive:
                 log.error("VkAllocator.fastMalloc: the device was destroyed")
                 return None
+            self._free_deferred()
             for block in self.blocks:
                 if block.size - block.used >= size:
                     off = block.take(size)
@@ -268,26 +282,36 @@ class VkBlobAllocator(VkAllocator):
         return VkBufferMemory(block.buffer, off, size, block.memory, mapped, block)
 
     def fastFree(self, bm) -> None:
+        with self._lock:
+            self._free_deferred()
+            self._free_locked(bm)
+
+    def _free_deferred(self) -> None:
+        """Free what finalizers queued (the lock is held)."""
+        while self._deferred:
+            self._free_locked(self._deferred.pop())
+
+    def _free_locked(self, bm) -> None:
         if isinstance(bm, VkImageMemory):
             img = bm
             bm, img._range = img._range, None
         if bm is None:
             return
-        with self._lock:
-            block = bm._block
-            if not self._alive or block is None:
-                return
-            bm._block = None  # a second free of the same range must not corrupt the free list
-            block.give(bm.offset, bm.capacity)
-            if block.used == 0 and block.size > self.block_size and not self.keep_oversize:
-                self.blocks.remove(block)
-                self._free_block(block)
+        block = bm._block
+        if not self._alive or block is None:
+            return
+        bm._block = None  # a second free of the same range must not corrupt the free list
+        block.give(bm.offset, bm.capacity)
+        if block.used == 0 and block.size > self.block_size and not self.keep_oversize:
+            self.blocks.remove(block)
+            self._free_block(block)
 
     def clear(self) -> None:
         """Destroy every block with nothing allocated in it."""
         with self._lock:
             if not self._alive:
                 return
+            self._free_deferred()
             keep = []
             for block in self.blocks:
                 if block.used == 0:

@@ -30,7 +30,9 @@ class _Owner:
 
     def __del__(self) -> None:
         try:
-            self.allocator.fastFree(self.bm)
+            # the collector may run this inside the allocator's own locked section: never block
+            free = getattr(self.allocator, "free_from_finalizer", None) or self.allocator.fastFree
+            free(self.bm)
         except Exception:  # interpreter shutdown or a destroyed device: nothing left to free
             pass
 
