@@ -666,7 +666,12 @@ def has_vulkan_form(layer_type: str) -> bool:
 def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True, slow_gpu: bool = False) -> list:
     """pytest params for ``backend``: "cpu", then the GPU ones (``grid``: names of GPU_GRID,
     default all of them) marked ``gpu``, and ``slow`` too with ``slow_gpu`` (a long sweep whose
-    CPU runs are quick but whose GPU runs belong to the slow job)."""
+    CPU runs are quick but whose GPU runs belong to the slow job).
+
+    With the default grid, the sets between the two ends (SPOT_GRID) are marked ``slow`` as
+    well: the main run checks every case in fp32 and in packed fp16 storage + arithmetic, the
+    slow run (CI runs both) the other five sets. Over ~25k cases the whole grid would take the
+    main run past its 15 minutes on two cores."""
     import pytest
 
     out = [pytest.param(CPU_BACKEND, id=CPU_BACKEND)] if cpu else []
@@ -674,7 +679,16 @@ def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True, slo
     if gpu:
         if has_vulkan_form(layer_type):
             names = list(GPU_GRID) if grid is None else list(grid)
-            out += [pytest.param(f"vk-{n}", id=f"vk-{n}", marks=marks) for n in names]
+            out += [
+                pytest.param(
+                    f"vk-{n}",
+                    id=f"vk-{n}",
+                    marks=marks
+                    if grid is not None or n in SPOT_GRID
+                    else [pytest.mark.gpu, pytest.mark.slow],
+                )
+                for n in names
+            ]
         else:
             out.append(pytest.param(VK_CPU_BACKEND, id=VK_CPU_BACKEND, marks=marks))
     return out
