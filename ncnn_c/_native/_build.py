@@ -9,6 +9,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -52,6 +53,66 @@ def compile_and_install(ffi, module: str, target: str, verbose: bool = False) ->
         shutil.copyfile(built, partial)
         os.replace(partial, target)
     return target
+
+
+class Extension:
+    """One cffi API-mode extension built from a ``.cdef`` and a ``.c`` beside the builders: the
+    stamp (the sources, any extra headers and, with ``stamp_flags``, the compile flags), the
+    cffi builder, where it goes, whether it is current, and the build. A builder module
+    (``build_<x>.py``) makes one and exports its methods under the names setup.py and the
+    Makefile use (``_ffibuilder``, ``extension_path``, ``is_current``, ``build``)."""
+
+    def __init__(
+        self,
+        module: str,
+        cdef: str,
+        csource: str,
+        headers: Sequence[str] = (),
+        compile_args: Sequence[str] = ("-O2",),
+        link_args: Sequence[str] = (),
+        include_dirs=None,
+        stamp_flags: bool = False,
+    ) -> None:
+        self.module, self.cdef, self.csource, self.headers = module, cdef, csource, headers
+        self.compile_args, self.link_args = list(compile_args), list(link_args)
+        # a list, or a function giving one at build time (it may raise BuildError)
+        self.include_dirs = include_dirs
+        self.stamp_flags = stamp_flags
+
+    def stamp(self) -> str:
+        parts = [source(self.cdef), source(self.csource), *(source(h) for h in self.headers)]
+        if self.stamp_flags:
+            parts.append(" ".join(self.compile_args))
+        return stamp(*parts)
+
+    def ffibuilder(self):
+        import cffi
+
+        dirs = self.include_dirs() if callable(self.include_dirs) else list(self.include_dirs or [])
+        ffi = cffi.FFI()
+        ffi.cdef(source(self.cdef))
+        ffi.set_source(
+            f"ncnn_c._native.{self.module}",
+            source(self.csource).replace("@STAMP@", self.stamp()),
+            include_dirs=dirs,
+            extra_compile_args=self.compile_args,
+            extra_link_args=self.link_args,
+        )
+        return ffi
+
+    def extension_path(self) -> str:
+        return extension_path(self.module)
+
+    def is_current(self, path: str | None = None) -> bool:
+        """Whether an extension built from this exact source exists."""
+        return is_current(path or self.extension_path(), self.stamp())
+
+    def build(self, force: bool = False, verbose: bool = False) -> str:
+        """Build the extension next to the builders; returns its path. Raises BuildError."""
+        target = self.extension_path()
+        if not force and self.is_current(target):
+            return target
+        return compile_and_install(self.ffibuilder(), self.module, target, verbose)
 
 
 def main(build, argv: list[str]) -> int:

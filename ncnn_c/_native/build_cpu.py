@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import sys
 
-import cffi
-
 from . import _build
 from ._build import BuildError  # noqa: F401  (part of this module's interface)
 
@@ -38,39 +36,13 @@ MODULE = "_cpu"
 CDEF, CSOURCE = "cpu.cdef", "cpu.c"
 
 
-def _stamp() -> str:
-    return _build.stamp(_build.source(CDEF), _build.source(CSOURCE))
+# Python's own CFLAGS carry -fwrapv, which stops gcc from vectorising the index arithmetic of
+# these loops (measured 4x slower); -fno-wrapv after it restores that. These kernels do not
+# rely on signed overflow.
+_EXT = _build.Extension(MODULE, CDEF, CSOURCE, compile_args=["-O3", "-fno-wrapv"])
 
-
-def _ffibuilder() -> cffi.FFI:
-    ffi = cffi.FFI()
-    ffi.cdef(_build.source(CDEF))
-    ffi.set_source(
-        f"ncnn_c._native.{MODULE}",
-        _build.source(CSOURCE).replace("@STAMP@", _stamp()),
-        # Python's own CFLAGS carry -fwrapv, which stops gcc from vectorising the index
-        # arithmetic of these loops (measured 4x slower); -fno-wrapv after it restores that.
-        # These kernels do not rely on signed overflow.
-        extra_compile_args=["-O3", "-fno-wrapv"],
-    )
-    return ffi
-
-
-def extension_path() -> str:
-    return _build.extension_path(MODULE)
-
-
-def is_current(path: str | None = None) -> bool:
-    """Whether an extension built from this exact C source exists."""
-    return _build.is_current(path or extension_path(), _stamp())
-
-
-def build(force: bool = False, verbose: bool = False) -> str:
-    """Build the extension next to this file; returns its path. Raises BuildError."""
-    target = extension_path()
-    if not force and is_current(target):
-        return target
-    return _build.compile_and_install(_ffibuilder(), MODULE, target, verbose)
+_stamp, _ffibuilder = _EXT.stamp, _EXT.ffibuilder
+extension_path, is_current, build = _EXT.extension_path, _EXT.is_current, _EXT.build
 
 
 if __name__ == "__main__":

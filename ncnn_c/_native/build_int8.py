@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import sys
 
-import cffi
-
 from . import _build
 from ._build import BuildError  # noqa: F401  (part of this module's interface)
 
@@ -30,36 +28,10 @@ OPTIONAL = True
 FLAGS = ["-O3", "-fno-wrapv", "-ffp-contract=off", "-fopenmp"]
 
 
-def _stamp() -> str:
-    return _build.stamp(_build.source(CDEF), _build.source(CSOURCE), " ".join(FLAGS))
+_EXT = _build.Extension(MODULE, CDEF, CSOURCE, compile_args=FLAGS, stamp_flags=True)
 
-
-def _ffibuilder() -> cffi.FFI:
-    ffi = cffi.FFI()
-    ffi.cdef(_build.source(CDEF))
-    ffi.set_source(
-        f"ncnn_c._native.{MODULE}",
-        _build.source(CSOURCE).replace("@STAMP@", _stamp()),
-        extra_compile_args=FLAGS,
-    )
-    return ffi
-
-
-def extension_path() -> str:
-    return _build.extension_path(MODULE)
-
-
-def is_current(path: str | None = None) -> bool:
-    """Whether an extension built from this exact C source exists."""
-    return _build.is_current(path or extension_path(), _stamp())
-
-
-def build(force: bool = False, verbose: bool = False) -> str:
-    """Build the extension next to this file; returns its path. Raises BuildError."""
-    target = extension_path()
-    if not force and is_current(target):
-        return target
-    return _build.compile_and_install(_ffibuilder(), MODULE, target, verbose)
+_stamp, _ffibuilder = _EXT.stamp, _EXT.ffibuilder
+extension_path, is_current, build = _EXT.extension_path, _EXT.is_current, _EXT.build
 
 
 if __name__ == "__main__":

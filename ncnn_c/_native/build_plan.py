@@ -17,8 +17,6 @@ import os
 import sys
 import sysconfig
 
-import cffi
-
 from . import _build
 from ._build import BuildError
 
@@ -26,12 +24,6 @@ MODULE = "_plan"
 # the wheel builds without it where oneDNN's x86-64 packages do not exist (aarch64): the CPU
 # then runs the numpy layers
 OPTIONAL = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _read(name: str) -> str:
-    with open(os.path.join(HERE, name), encoding="utf-8") as f:
-        return f.read()
 
 
 def _from_package() -> str:
@@ -62,36 +54,9 @@ def include_dirs() -> list[str]:
     )
 
 
-def _stamp() -> str:
-    return _build.stamp(_read("plan.cdef"), _read("plan.c"))
-
-
-def _ffibuilder() -> cffi.FFI:
-    ffi = cffi.FFI()
-    ffi.cdef(_read("plan.cdef"))
-    ffi.set_source(
-        f"ncnn_c._native.{MODULE}",
-        _read("plan.c").replace("@STAMP@", _stamp()),
-        include_dirs=include_dirs(),
-        extra_compile_args=["-O2"],
-    )
-    return ffi
-
-
-def extension_path() -> str:
-    return _build.extension_path(MODULE)
-
-
-def is_current(path: str | None = None) -> bool:
-    return _build.is_current(path or extension_path(), _stamp())
-
-
-def build(force: bool = False, verbose: bool = False) -> str:
-    """Build the extension next to this file; returns its path. Raises BuildError."""
-    target = extension_path()
-    if not force and is_current(target):
-        return target
-    return _build.compile_and_install(_ffibuilder(), MODULE, target, verbose)
+_EXT = _build.Extension(MODULE, "plan.cdef", "plan.c", include_dirs=include_dirs)
+_stamp, _ffibuilder = _EXT.stamp, _EXT.ffibuilder
+extension_path, is_current, build = _EXT.extension_path, _EXT.is_current, _EXT.build
 
 
 if __name__ == "__main__":
