@@ -267,8 +267,16 @@ def test_native_build_is_idempotent_and_names_missing_packages(tmp_path, monkeyp
     mtime = os.stat(path).st_mtime_ns
     assert build_shaderc.build() == path
     assert os.stat(path).st_mtime_ns == mtime
-    monkeypatch.setattr(build_shaderc, "LIBDIR", str(tmp_path))
-    with pytest.raises(build_shaderc.BuildError, match="libshaderc-dev"):
+    # the archives are looked for where pkg-config (or the multiarch dir) says, or in
+    # $NCNN_C_SHADERC_LIBDIR; a directory without them names the packages and the variable
+    monkeypatch.setenv("NCNN_C_SHADERC_LIBDIR", str(tmp_path))
+    assert build_shaderc.library_dirs() == [str(tmp_path)]
+    with pytest.raises(build_shaderc.BuildError, match="libshaderc-dev") as e:
+        build_shaderc.build()
+    assert str(tmp_path) in str(e.value) and "NCNN_C_SHADERC_LIBDIR" in str(e.value)
+    monkeypatch.delenv("NCNN_C_SHADERC_LIBDIR")
+    monkeypatch.setenv("NCNN_C_SHADERC_INCLUDE", str(tmp_path))
+    with pytest.raises(build_shaderc.BuildError, match="shaderc.h"):
         build_shaderc.build()
 
 

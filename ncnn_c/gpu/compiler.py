@@ -355,6 +355,17 @@ _CONSTANT_ID = re.compile(rb"\bconstant_id\s*=\s*(\d+)")
 _PUSH_BLOCK = re.compile(rb"push_constant\s*\)\s*uniform\s+\w+\s*\{(.*?)\}", re.S)
 _BUFFER = re.compile(rb"\bbinding\s*=\s*(\d+)\s*\)[^{;]*?\bbuffer\s+\w+\s*\{\s*(\w+)")
 _VECTOR_TYPE = re.compile(rb"vec|mat")
+_OBJECT_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(.*?)[ \t]*$", re.M)
+
+
+def _expand(text: bytes, defines: dict[bytes, bytes], depth: int = 4) -> bytes:
+    """``text`` with the object-like macros of ``defines`` substituted (nested ones too)."""
+    for _ in range(depth):
+        new = re.sub(rb"\b\w+\b", lambda m: defines.get(m.group(0), m.group(0)), text)
+        if new == text:
+            break
+        text = new
+    return text
 
 
 def shader_interface(index: int) -> Interface:
@@ -370,7 +381,10 @@ def shader_interface(index: int) -> Interface:
     iface = reg.interfaces.get(index)
     if iface is None:
         src = _COMMENTS.sub(b"", shader_source(index))
-        blocks = _PUSH_BLOCK.findall(src)
+        # members a shader hands to an included block through an object-like macro
+        # (flip.comp's REMAP_PARAMS for remap.h) count as what they expand to
+        defines = dict(_OBJECT_DEFINE.findall(src))
+        blocks = [_expand(b, defines) for b in _PUSH_BLOCK.findall(src)]
         members = {len([m for m in b.split(b";") if m.strip()]) for b in blocks}
         if len(members) > 1:
             raise ShaderCompileError(f"{reg.names[index]}: push constant blocks of different sizes")
