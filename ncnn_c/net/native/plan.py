@@ -19,6 +19,7 @@ its work: made for real only if something else needs its blob).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -47,6 +48,48 @@ def dnnl_module():
     from ..._native import dnnl
 
     return dnnl
+
+
+class CSteps:
+    """A C extension whose functions are plan steps (``dnnl.Kernel``: a C function run inside
+    ``plan.c``'s run with the plan's OpenMP thread count). It loads after oneDNN, whose libgomp
+    runs its OpenMP loops; without oneDNN or the extension, ``get()`` is None and the layers it
+    serves stay numpy (``without`` says which, in the log)."""
+
+    def __init__(self, module: str, names: tuple[str, ...], without: str) -> None:
+        self.module, self.names, self.without = module, names, without
+        self._lock = threading.Lock()
+        self._got: tuple | None = None
+        self._tried = False
+
+    def get(self):
+        """(ffi, {name: address}) of the extension's steps, or None."""
+        with self._lock:
+            if not self._tried:
+                self._tried = True
+                self._got = self._load()
+            return self._got
+
+    def _load(self):
+        if dnnl_module().get() is None:
+            return None
+        try:
+            mod = importlib.import_module(f"ncnn_c._native.{self.module}")
+        except ImportError as e:
+            log.info("native plan: %s: the %s extension is not built: %s", self.without, self.module, e)
+            return None
+        ffi, lib = mod.ffi, mod.lib
+        return ffi, {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in self.names}
+
+    def step(self, name: str, ctype: str, fields: dict, keep=()):
+        """A Kernel calling ``name`` with a new ``ctype`` context of ``fields``; ``keep`` holds
+        what the context points into for as long as the step lives."""
+        got = self.get()
+        if got is None:
+            raise Unsupported(f"the {self.module} extension is not built")
+        ffi, fns = got
+        ctx = ffi.new(ctype, fields)
+        return dnnl_module().Kernel(fns[name], int(ffi.cast("uintptr_t", ctx)), (ctx, *keep))
 
 
 def available() -> bool:

@@ -30,13 +30,12 @@ stays numpy when an int8 layer reads its output, directly or through exact layer
 
 from __future__ import annotations
 
-import functools
 import logging
 import weakref
 
 import numpy as np
 
-from ..plan import PLAIN, NativePlan, Segment, Unsupported, Value, builtin, dnnl_module, no_reference
+from ..plan import PLAIN, CSteps, NativePlan, Segment, Unsupported, Value, builtin, dnnl_module, no_reference
 
 log = logging.getLogger("ncnn_c")
 
@@ -51,29 +50,8 @@ def quantized(layer) -> bool:
     return layer.type in TYPES and bool(getattr(layer, "int8_scale_term", 0))
 
 
-@functools.cache
-def kernels():
-    """(ffi, {name: address}) of the ``_int8`` extension's steps, or None when it cannot be
-    loaded (it loads after oneDNN, whose libgomp runs its OpenMP loops)."""
-    if dnnl_module().get() is None:
-        return None
-    try:
-        from ...._native import _int8
-    except ImportError as e:
-        log.info("native plan: int8 layers stay numpy: the _int8 extension is not built: %s", e)
-        return None
-    ffi, lib = _int8.ffi, _int8.lib
-    names = ("ncnnc_int8_quantize", "ncnnc_int8_dequantize")
-    return ffi, {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in names}
-
-
-def _kernel(name: str, ctype: str, fields: dict, keep=()):
-    got = kernels()
-    if got is None:
-        raise Unsupported("the _int8 extension is not built")
-    ffi, fns = got
-    ctx = ffi.new(ctype, fields)
-    return dnnl_module().Kernel(fns[name], int(ffi.cast("uintptr_t", ctx)), (ctx, *keep))
+_STEPS = CSteps("_int8", ("ncnnc_int8_quantize", "ncnnc_int8_dequantize"), "int8 layers stay numpy")
+kernels, _kernel = _STEPS.get, _STEPS.step
 
 
 def producer(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int]:

@@ -22,13 +22,13 @@ the rest of a decode step native while the cache grows.
 
 from __future__ import annotations
 
-import functools
 import logging
 
 import numpy as np
 
 from ..plan import (
     PLAIN,
+    CSteps,
     Make,
     NativePlan,
     Segment,
@@ -43,29 +43,8 @@ from ..plan import (
 log = logging.getLogger("ncnn_c")
 
 
-@functools.cache
-def kernels():
-    """(ffi, {name: address}) of the ``_llm`` extension's steps, or None when it cannot be
-    loaded (it loads after oneDNN, whose libgomp runs its OpenMP loops)."""
-    if dnnl_module().get() is None:
-        return None
-    try:
-        from ...._native import _llm
-    except ImportError as e:
-        log.info("native plan: RMSNorm and RotaryEmbed stay numpy: the _llm extension is not built: %s", e)
-        return None
-    ffi, lib = _llm.ffi, _llm.lib
-    names = ("ncnnc_gemv", "ncnnc_rmsnorm", "ncnnc_rope")
-    return ffi, {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in names}
-
-
-def _kernel(name: str, ctype: str, fields: dict, keep=()):
-    got = kernels()
-    if got is None:
-        raise Unsupported("the _llm extension is not built")
-    ffi, fns = got
-    ctx = ffi.new(ctype, fields)
-    return dnnl_module().Kernel(fns[name], int(ffi.cast("uintptr_t", ctx)), (ctx, *keep))
+_STEPS = CSteps("_llm", ("ncnnc_gemv", "ncnnc_rmsnorm", "ncnnc_rope"), "RMSNorm and RotaryEmbed stay numpy")
+kernels, _kernel = _STEPS.get, _STEPS.step
 
 
 def _elements(shape: tuple) -> int:
