@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-MODELS = ROOT.parent / "shared" / "models"
+MODELS = ROOT / "models"
 
 
 def main(what: str, nthreads: int) -> None:

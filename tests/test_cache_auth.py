@@ -24,7 +24,7 @@ import pytest
 from ncnn_c.gpu import cachefile as cf
 from ncnn_c.gpu.cachefile import CacheRejected, SpirvEntry
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 IDENT = cf.Identity(
     ncnn_version=1, vendor_id=2, device_id=3, api_version=4, driver_version=5, driver_id=6,
     driver_name="d", device_name="n", pipeline_cache_uuid=bytes(range(16)),

@@ -22,7 +22,7 @@ import ncnn_c
 from ncnn_c.net import native
 from ncnn_c.tools.randbin import random_weights
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 SQUEEZE = (str(MODELS / "squeezenet_v1.1.param"), str(MODELS / "squeezenet_v1.1.bin"))
 
 # oneDNN's CPU wheels exist for x86-64 only: elsewhere the plan is off by design (the numpy
