@@ -1,6 +1,6 @@
-"""MultiHeadAttention against the PyPI ncnn oracle (and a numpy reference for the kv cache).
-
-The case builders (``*_cases``) are shared with test_multiheadattention_vulkan.py."""
+"""MultiHeadAttention against the PyPI ncnn oracle: self-attention, two and three inputs, a custom
+scale, fp16-stored weights, both attention mask forms, one case list on every backend
+(oracle.backends); the kv cache (CPU only, the GPU net runs it on the CPU) against numpy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,18 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, make_bin, make_param, randn, rng, run_layer, run_net
+from oracle import (
+    GPU_GRID,
+    backends,
+    check,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net,
+    run_net_gpu,
+)
 
 
 def mha_weights(g, E, qdim, kdim, vdim, fp16=False):
@@ -49,43 +60,43 @@ def _reference(ws, params, q, k, v, mask=None, cache=None):
     return out, ka.T, va.T
 
 
-# -- the cases: lists of (params, weights, inputs), shared with the GPU test --------------------
+# -- the cases: (params, weights, inputs) ----------------------------------------------------------
 
 SELF_SHAPES = [(16, 4, 5), (8, 1, 1), (12, 3, 7), (64, 8, 32)]  # E, H, S
 TWO_INPUT_DIMS = [(12, 10, 10, 5, 7), (16, 16, 16, 1, 9), (6, 20, 20, 13, 1)]  # qdim, kdim, vdim, S, L
 THREE_INPUT_DIMS = [(12, 10, 8, 5, 7), (16, 4, 24, 7, 13)]
 
 
-def self_attention_cases(E, H, S):
+def self_attention_case(E, H, S):
     g = rng("mha self", E, H, S)
     qdim = E  # k and v come from q: kdim and vdim take embed_dim
     ws = mha_weights(g, E, qdim, qdim, qdim)
-    return [({0: E, 1: H, 2: E * qdim}, ws, [randn(g, (S, qdim))])]
+    return {0: E, 1: H, 2: E * qdim}, ws, [randn(g, (S, qdim))]
 
 
-def two_inputs_cases(qdim, kdim, vdim, S, L):
+def two_inputs_case(qdim, kdim, vdim, S, L):
     E, H = 16, 2
     g = rng("mha qk", qdim, kdim, S, L)
     ws = mha_weights(g, E, qdim, kdim, vdim)
     params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
-    return [(params, ws, [randn(g, (S, qdim)), randn(g, (L, kdim))])]
+    return params, ws, [randn(g, (S, qdim)), randn(g, (L, kdim))]
 
 
-def three_inputs_cases(qdim, kdim, vdim, S, L):
-    """Plain, with a custom scale, with fp16-stored weights: {label: (params, weights, inputs)}."""
+def three_inputs_case(qdim, kdim, vdim, S, L, form):
+    """``form``: "plain", "scale" (a custom scale) or "fp16 weights" (fp16-stored weights)."""
     E, H = 16, 4
     g = rng("mha qkv", qdim, kdim, vdim, S, L)
     ws = mha_weights(g, E, qdim, kdim, vdim)
     params = {0: E, 1: H, 2: E * qdim, 3: kdim, 4: vdim}
     inputs = [randn(g, (S, qdim)), randn(g, (L, kdim)), randn(g, (L, vdim))]
-    return {
-        "plain": (params, ws, inputs),
-        "scale": ({**params, 6: 0.3}, ws, inputs),
-        "fp16 weights": (params, mha_weights(g, E, qdim, kdim, vdim, fp16=True), inputs),
-    }
+    if form == "scale":
+        params[6] = 0.3
+    if form == "fp16 weights":
+        ws = mha_weights(g, E, qdim, kdim, vdim, fp16=True)
+    return params, ws, inputs
 
 
-def attn_mask_cases(per_head, n_qkv):
+def attn_mask_case(per_head, n_qkv):
     E, H, S = 16, 4, 6
     L = S if n_qkv == 1 else 9
     g = rng("mha mask", per_head, n_qkv)
@@ -96,36 +107,24 @@ def attn_mask_cases(per_head, n_qkv):
     mask = randn(g, (H, S, L) if per_head else (S, L), 2.0)
     # a causal-style -inf-ish mask as models use, plus random values
     mask[..., 0, 1:] = -1e4
-    return [(params, ws, [*inputs, mask])]
+    return params, ws, [*inputs, mask]
 
 
-# -- the CPU tests -------------------------------------------------------------------------------
+# every case by name, as (builder, its arguments): a case's arrays are made when it runs
+CASES = {
+    **{f"self E{E} H{H} S{S}": (self_attention_case, (E, H, S)) for E, H, S in SELF_SHAPES},
+    **{f"qk {dims}": (two_inputs_case, dims) for dims in TWO_INPUT_DIMS},
+    **{f"qkv {dims} {form}": (three_inputs_case, (*dims, form)) for dims in THREE_INPUT_DIMS
+       for form in ("plain", "scale", "fp16 weights")},
+    **{f"mask per_head={p} n_qkv={n}": (attn_mask_case, (p, n)) for p in (False, True) for n in (1, 2, 3)},
+}  # fmt: skip
 
 
-def _check(cases):
-    for params, weights, inputs in cases:
-        check_layer("MultiHeadAttention", params, weights, inputs)
-
-
-@pytest.mark.parametrize("E,H,S", SELF_SHAPES)
-def test_self_attention(E, H, S):
-    _check(self_attention_cases(E, H, S))
-
-
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", TWO_INPUT_DIMS)
-def test_two_inputs(qdim, kdim, vdim, S, L):
-    _check(two_inputs_cases(qdim, kdim, vdim, S, L))
-
-
-@pytest.mark.parametrize("qdim,kdim,vdim,S,L", THREE_INPUT_DIMS)
-def test_three_inputs(qdim, kdim, vdim, S, L):
-    _check(three_inputs_cases(qdim, kdim, vdim, S, L).values())
-
-
-@pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("n_qkv", [1, 2, 3])
-def test_attn_mask(per_head, n_qkv):
-    _check(attn_mask_cases(per_head, n_qkv))
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("backend", backends("MultiHeadAttention"))
+def test_attention(name, backend):
+    build, args = CASES[name]
+    check(backend, "MultiHeadAttention", *build(*args))
 
 
 def test_matches_numpy_definition():
@@ -196,3 +195,34 @@ def test_bad_inputs(caplog):
     _rejects(caplog, {**params, 2: E * 12 + 1}, ws, [q, k, v], "weight_data_size")
     _rejects(caplog, {**params, 18: 1}, ws, [q, k, v], "quantized")
     _rejects(caplog, {**params, 7: 1}, ws, [q, k, v, randn(g, (8, 3)), randn(g, (8, 3))], "caches", 3)
+
+
+@pytest.mark.gpu
+def test_kv_cache_runs_on_the_cpu_in_a_gpu_net():
+    import ncnn_c
+
+    E, H, S, P = 16, 4, 5, 3
+    g = rng("mha-vk cache")
+    ws = mha_weights(g, E, 16, 16, 16)
+    params = {0: E, 1: H, 2: E * 16, 7: 1}
+    inputs = [randn(g, (S, 16)), randn(g, (E, P)), randn(g, (E, P))]
+    net = ncnn_c.Net()
+    net.opt.use_vulkan_compute = True
+    assert net.load_param_mem(make_param("MultiHeadAttention", params, [x.shape for x in inputs], 3)) == 0
+    assert net.load_model_mem(make_bin(ws)) == 0
+    mha = [layer for layer in net.layers() if layer.type == "MultiHeadAttention"]
+    assert mha and mha[0].vkdev is None and not mha[0].support_vulkan
+
+
+@pytest.mark.gpu
+def test_bad_mask_fails_on_the_gpu(caplog):
+    E, H = 16, 4
+    g = rng("mha-vk bad")
+    ws = mha_weights(g, E, 12, 10, 8)
+    params = {0: E, 1: H, 2: E * 12, 3: 10, 4: 8, 5: 1}
+    inputs = [randn(g, (5, 12)), randn(g, (7, 10)), randn(g, (7, 8)), randn(g, (5, 6))]
+    param = make_param("MultiHeadAttention", params, [x.shape for x in inputs], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, make_bin(ws), inputs, 1, **GPU_GRID["fp32"])
+    assert ret != 0
+    assert "attn_mask" in caplog.text
