@@ -2,9 +2,12 @@
 
 The counts and ``cpu_support_*`` answers describe the machine we run on. The x86 features come
 from the CPU itself (CPUID and XGETBV, through the ``_cpu`` extension), as ncnn's own dispatch
-reads them; without the extension, and for Arm, from Linux's ``/proc/cpuinfo``. Counts come from
-``/sys/devices/system/cpu`` (with ``os.cpu_count()`` where it is missing). As in ncnn, every core counts as "big" unless the cores' maximum frequencies differ
-(then the slower ones are "little"), and the ``cpu_support_*`` functions return 1 or 0.
+reads them, and the Arm ones from the kernel's hardware capability words (``getauxval``, also
+through the extension); without the extension, from Linux's ``/proc/cpuinfo``. An x86 query
+answers 0 on Arm and an Arm one 0 on x86, whatever ``/proc/cpuinfo`` lists (under qemu-user
+it is the host's). Counts come from ``/sys/devices/system/cpu`` (with ``os.cpu_count()`` where
+it is missing). As in ncnn, every core counts as "big" unless the cores' maximum frequencies
+differ (then the slower ones are "little"), and the ``cpu_support_*`` functions return 1 or 0.
 
 ncnn_c computes with numpy, not OpenMP, so the OpenMP/KMP switches only remember the value
 set (``get_*`` returns it); ``set_cpu_powersave`` validates and remembers its mode (0 all
@@ -49,12 +52,36 @@ def _x86_features() -> frozenset[str]:
     (an emulator or a VM can list other flags in /proc/cpuinfo), else /proc/cpuinfo's."""
     from ._native.cpu import cpu_kernels
 
+    if not _is_x86():
+        return frozenset()
     kernels = cpu_kernels()
     bits = kernels.x86_features() if kernels is not None else -1
     if bits < 0:
         flags = _cpu_flags()
         return flags | ({"avx512"} if set(_AVX512_SET) <= flags else set())
     return frozenset(name for i, name in enumerate(_X86_FEATURE_BITS) if bits >> i & 1)
+
+
+# bit i of the _cpu extension's ncnnc_arm_features()
+_ARM_FEATURE_BITS = ("neon", "vfpv4", "asimdhp", "fphp", "asimddp")
+
+
+@functools.lru_cache(maxsize=1)
+def _arm_features() -> frozenset[str]:
+    """The Arm features the process may use: the kernel's hwcaps where the extension is built,
+    else /proc/cpuinfo's ``Features`` (aarch64 always has neon and vfpv4, as ncnn says)."""
+    from ._native.cpu import cpu_kernels
+
+    if not _is_arm():
+        return frozenset()
+    kernels = cpu_kernels()
+    bits = kernels.arm_features() if kernels is not None else -1
+    if bits >= 0:
+        return frozenset(name for i, name in enumerate(_ARM_FEATURE_BITS) if bits >> i & 1)
+    flags = set(_cpu_flags())
+    if "asimd" in flags or platform.machine().lower() in ("aarch64", "arm64"):
+        flags |= {"neon", "vfpv4"}
+    return frozenset(flags)
 
 
 def _cpu_dirs() -> list[Path]:
@@ -132,6 +159,10 @@ def _is_arm() -> bool:
     return platform.machine().lower() in ("aarch64", "arm64") or platform.machine().lower().startswith("arm")
 
 
+def _is_x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
 def cpu_support_x86_avx() -> int:
     return int("avx" in _x86_features())
 
@@ -153,18 +184,15 @@ def cpu_support_x86_avx512() -> int:
 
 
 def cpu_support_arm_neon() -> int:
-    # aarch64 always has Advanced SIMD ("asimd"); 32-bit Arm lists "neon"
-    flags = _cpu_flags()
-    return int(_is_arm() and ("asimd" in flags or "neon" in flags))
+    return int("neon" in _arm_features())
 
 
 def cpu_support_arm_vfpv4() -> int:
-    flags = _cpu_flags()
-    return int(_is_arm() and ("asimd" in flags or "vfpv4" in flags))
+    return int("vfpv4" in _arm_features())
 
 
 def cpu_support_arm_asimdhp() -> int:
-    return int(_is_arm() and "asimdhp" in _cpu_flags())
+    return int("asimdhp" in _arm_features())
 
 
 # ---------------------------------------------------------------- switches

@@ -46,6 +46,27 @@ int ncnnc_x86_features(void)
 int ncnnc_x86_features(void) { return -1; }
 #endif
 
+/* The Arm features ncnn's cpu.h reports, from the kernel's hardware capability words (what
+   the process may execute; an emulator such as qemu-user answers for the CPU it emulates,
+   while /proc/cpuinfo there is the host's): bit 0 neon (aarch64's asimd), 1 vfpv4, 2 asimdhp,
+   3 fphp, 4 asimddp. As in ncnn, aarch64 always has neon and vfpv4. -1 off Arm Linux. */
+#if defined(__linux__) && (defined(__aarch64__) || defined(__arm__))
+#include <sys/auxv.h>
+int ncnnc_arm_features(void)
+{
+    const unsigned long hw = getauxval(AT_HWCAP);
+#if defined(__aarch64__)
+    /* arch/arm64/include/uapi/asm/hwcap.h: FPHP 9, ASIMDHP 10, ASIMDDP 20 */
+    return 1 | 2 | (hw >> 10 & 1 ? 4 : 0) | (hw >> 9 & 1 ? 8 : 0) | (hw >> 20 & 1 ? 16 : 0);
+#else
+    /* arch/arm/include/uapi/asm/hwcap.h: NEON 12, VFPv4 16 */
+    return (hw >> 12 & 1 ? 1 : 0) | (hw >> 16 & 1 ? 2 : 0);
+#endif
+}
+#else
+int ncnnc_arm_features(void) { return -1; }
+#endif
+
 #ifdef NCNNC_X86
 #define DISPATCH(name, params, args) \
     AVX2 static void name##_avx2 params { name##_body args; } \

@@ -50,6 +50,10 @@ class CpuKernels:
         """CPUID's feature bits (cpu.c's ncnnc_x86_features; -1 off x86)."""
         return int(self._lib.ncnnc_x86_features())
 
+    def arm_features(self) -> int:
+        """The kernel's hardware capability bits (cpu.c's ncnnc_arm_features; -1 off Arm)."""
+        return int(self._lib.ncnnc_arm_features())
+
     def _ptr(self, a: np.ndarray | None, const: bool = True):
         if a is None:
             return self._ffi.NULL
