@@ -78,22 +78,13 @@ def test_default_axis_and_big(shapes, axis, backend):
     check(backend, "Concat", params, [], [randn(g, s) for s in shapes], tol=0.0, tol_fp32=0.0)
 
 
-# Concat_vulkan rejects an axis past a 1-D blob's rank ("cannot join") where ncnn and the CPU
-# layer ignore it: a known gap of the GPU layer, strict so the fix shows up here
-GPU_1D_AXIS_GAP = pytest.mark.xfail(strict=True, reason="Concat_vulkan rejects axis != 0 on 1-D blobs")
-
-
+@pytest.mark.parametrize("sizes", [(3, 7), (8, 4), (4, 3, 8)], ids=str)
 @pytest.mark.parametrize("axis", [1, 2, -2, -3])
-@pytest.mark.parametrize(
-    "backend",
-    [
-        b if b.id == "cpu" else pytest.param(*b.values, id=b.id, marks=[*b.marks, GPU_1D_AXIS_GAP])
-        for b in backends("Concat", grid=SPOT_GRID)
-    ],
-)
-def test_1d_ignores_axis(axis, backend):
-    """ncnn joins 1-D blobs end to end whatever the axis."""
-    parts = _parts((5,), 0, (3, 7), "1d")
+@pytest.mark.parametrize("backend", backends("Concat"))
+def test_1d_ignores_axis(axis, sizes, backend):
+    """ncnn joins 1-D blobs end to end whatever the axis: parts that do not pack, parts that
+    all pack (joined packed), and packed and unpacked parts mixed (unpacked first)."""
+    parts = _parts((5,), 0, sizes, "1d")
     check(backend, "Concat", {0: axis}, [], parts, tol=0.0, tol_fp32=0.0)
 
 

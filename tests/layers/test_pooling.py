@@ -16,12 +16,6 @@ from oracle import SPOT_GRID, backends, check, make_bin, make_param, randn, rng,
 
 # the CPU module's long lists run on the GPU grid's two ends; the GPU's own cases on all of it
 SPOT = backends("Pooling", grid=SPOT_GRID)
-# Pooling_vulkan refuses a 2-D blob (the net fails, ret -1) where ncnn and the CPU layer pool it
-# as one channel: a known gap of the GPU layer, strict so the fix shows up here
-GPU_2D_GAP = pytest.mark.xfail(strict=True, reason="Pooling_vulkan refuses 2-D blobs")
-SPOT_2D = [
-    b if b.id == "cpu" else pytest.param(*b.values, id=b.id, marks=[*b.marks, GPU_2D_GAP]) for b in SPOT
-]
 
 
 def pool_case(backend, params, shape=(3, 11, 13), seed=0, **kw):
@@ -44,7 +38,7 @@ def test_pooling_pad_modes(ptype, pad_mode, include_pad, backend):
 @pytest.mark.parametrize("pad_mode", [0, 1, 2, 3])
 @pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
 @pytest.mark.parametrize("shape", [(1, 5), (7, 13), (16, 32)], ids=str)
-@pytest.mark.parametrize("backend", SPOT_2D)
+@pytest.mark.parametrize("backend", SPOT)
 def test_pooling_2d_input_is_one_channel(shape, ptype, pad_mode, backend):
     if shape[0] > 1 or pad_mode != 1:
         # (1 row, no padding, kernel 2 is the reject case below: ncnn reads past the blob)
@@ -68,7 +62,7 @@ def test_pooling_global(ptype, shape, backend):
 
 @pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
 @pytest.mark.parametrize("shape", [(6, 8), (1, 5)], ids=str)
-@pytest.mark.parametrize("backend", SPOT_2D)
+@pytest.mark.parametrize("backend", SPOT)
 def test_pooling_global_2d(ptype, shape, backend):
     pool_case(backend, {0: ptype, 4: 1}, shape=shape)
 
@@ -90,7 +84,7 @@ def test_pooling_adaptive_more(ptype, backend):
 
 
 @pytest.mark.parametrize("ptype", [0, 1], ids=["max", "avg"])
-@pytest.mark.parametrize("backend", SPOT_2D)
+@pytest.mark.parametrize("backend", SPOT)
 def test_pooling_adaptive_2d(ptype, backend):
     pool_case(backend, {0: ptype, 7: 1, 8: 3, 18: 4}, shape=(7, 13))
     # the same size passes the blob through: a 2-D input stays 2-D
@@ -249,6 +243,30 @@ GRID_SHAPES = [(3, 7, 13), (8, 17, 19), (1, 1, 1)]
 @pytest.mark.parametrize("backend", backends("Pooling"))
 def test_pooling_grid(params, shape, backend):
     check(backend, "Pooling", params, [], [randn(rng("pool", shape), shape)])
+
+
+# 2-D inputs pool as one channel: rows that pack (8, 16) and rows that do not (7, 13), a single
+# row (1, 9); the packed ones are unpacked on the GPU first
+GRID_2D = [
+    {0: 0, 1: 3, 2: 2},
+    {0: 1, 1: 2, 2: 1, 3: 1, 5: 1, 6: 1},
+    {0: 1, 1: 3, 2: 2, 5: 2},
+    {0: 0, 4: 1},
+    {0: 1, 4: 1},
+    {0: 1, 7: 1, 8: 4, 18: 3},
+    {0: 0, 7: 1, 8: -233, 18: -233},  # the same size: the blob itself, still 2-D
+]
+
+
+@pytest.mark.parametrize(
+    "params,shape",
+    # a single row takes no 3-high window without padding: ncnn reads past the blob
+    [(p, s) for p in GRID_2D for s in [(8, 16), (7, 13), (1, 9)] if s[0] > 1 or not p.get(1, 0) > 2],
+    ids=str,
+)
+@pytest.mark.parametrize("backend", backends("Pooling"))
+def test_pooling_2d_grid(params, shape, backend):
+    check(backend, "Pooling", params, [], [randn(rng("pool-2d", shape), shape)])
 
 
 @pytest.mark.parametrize("ptype", [0, 1])

@@ -7,7 +7,9 @@ that copy runs flat over vec4s.
 Packed blobs: when every input has the same elempack P the copy works on scalars, with a
 packed element's P lanes as P consecutive scalars of a row P times wider; offsets along the
 packed (outer) axis count packed elements, so the output keeps elempack P. Inputs of mixed
-packing are unpacked first (the shared layout conversion) and joined at elempack 1."""
+packing are unpacked first (the shared layout conversion) and joined at elempack 1.
+
+1-D blobs are joined end to end whatever the axis param says, as ncnn does."""
 
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ class Concat_vulkan(VulkanLayer, Concat):
                 unpacked.append(b)
             bottoms = unpacked
         dims = bottoms[0].dims
-        axis = self.axis + dims if self.axis < 0 else self.axis
+        # 1-D blobs join end to end whatever the axis says, as ncnn (and the CPU layer) do
+        axis = 0 if dims == 1 else (self.axis + dims if self.axis < 0 else self.axis)
         shapes = [numpy_shape(b) for b in bottoms]
         if not 0 <= axis < dims or any(b.dims != dims for b in bottoms):
             log.error("Concat %r: cannot join %s along axis %d", self.name, shapes, self.axis)
