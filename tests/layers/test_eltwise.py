@@ -1,4 +1,7 @@
-"""Eltwise against the oracle: product, sum (plain and weighted) and max of 2-4 blobs, every rank."""
+"""Eltwise against the oracle: product, sum (plain and weighted) and max of 2-5 blobs, every
+rank, each case on every backend (oracle.backends: the CPU, and the GPU option grid); then the
+CPU's padded one-pass path and the GPU's packings (a big packed blob, inputs of one shape in
+different packings), and bad inputs on both."""
 
 from __future__ import annotations
 
@@ -6,11 +9,36 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, default_option, randn, rng, run_layer
+from oracle import (
+    GPU_GRID,
+    SHAPES_ALL,
+    backends,
+    check,
+    check_layer_gpu,
+    default_option,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net_gpu,
+)
 
 # inf and nan (in the data, or in the arbitrary bytes of cstep padding that the one-pass
 # path computes over) come out silently, as from ncnn, not as numpy RuntimeWarnings
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+# Shapes whose channels the GPU packs by 4 run in the slow run only, with the packed GPU sets
+# (the main run's GPU set, fp32, does not pack; keeping them there made the main run a third
+# longer than the two modules this one merges).
+SLOW = pytest.mark.slow
+
+
+def packed(*shape):
+    return pytest.param(shape, marks=SLOW, id=str(shape))
+
+
+SHAPES = SHAPES_ALL + [packed(8, 5, 7), packed(4, 2, 3, 5)]
 
 
 def _inputs(n: int, shape, key):
@@ -18,33 +46,44 @@ def _inputs(n: int, shape, key):
     return [randn(g, shape) for _ in range(n)]
 
 
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("op", [0, 1, 2])
 @pytest.mark.parametrize("n", [2, 3, 4])
-def test_ops(op, n):
-    for shape in SHAPES_ALL:
-        check_layer("Eltwise", {0: op}, [], _inputs(n, shape, op), tol=0 if op == 2 else 1e-5)
+@pytest.mark.parametrize("backend", backends("Eltwise"))
+def test_ops(op, n, shape, backend):
+    check(backend, "Eltwise", {0: op}, [], _inputs(n, shape, op), tol=0 if op == 2 else 1e-5)
 
 
+@pytest.mark.parametrize(
+    "shape", [(7,), (7, 13), packed(8, 13), (3, 7, 13), packed(8, 5, 7), (2, 3, 5, 7)], ids=str
+)
 @pytest.mark.parametrize("n", [2, 3, 5])
-def test_weighted_sum(n):
+@pytest.mark.parametrize("backend", backends("Eltwise"))
+def test_weighted_sum(n, shape, backend):
     coeffs = [0.5, -1.25, 2.0, 0.0, -0.75][:n]
-    for shape in [(7,), (7, 13), (3, 7, 13), (2, 3, 5, 7)]:
-        check_layer("Eltwise", {0: 1, 1: coeffs}, [], _inputs(n, shape, "w"))
+    check(backend, "Eltwise", {0: 1, 1: coeffs}, [], _inputs(n, shape, "w"))
 
 
-def test_extra_coeffs_ignored_and_other_ops_ignore_coeffs():
-    xs = _inputs(2, (3, 7, 13), "extra")
-    check_layer("Eltwise", {0: 1, 1: [2.0, -1.0, 5.0]}, [], xs)
-    check_layer("Eltwise", {0: 0, 1: [2.0, -1.0]}, [], xs)
-    check_layer("Eltwise", {0: 2, 1: [2.0, -1.0]}, [], xs, tol=0)
+# sum takes two coeffs of three, product and max ignore them
+EXTRA_COEFFS = [(1, [2.0, -1.0, 5.0]), (0, [2.0, -1.0]), (2, [2.0, -1.0])]
 
 
-def test_default_is_product():
+@pytest.mark.parametrize("shape", [(3, 7, 13), packed(8, 7, 13)], ids=str)
+@pytest.mark.parametrize("op_coeffs", EXTRA_COEFFS, ids=str)
+@pytest.mark.parametrize("backend", backends("Eltwise"))
+def test_extra_coeffs_ignored_and_other_ops_ignore_coeffs(op_coeffs, shape, backend):
+    op, coeffs = op_coeffs
+    check(backend, "Eltwise", {0: op, 1: coeffs}, [], _inputs(2, shape, "extra"), tol=0 if op == 2 else 1e-5)
+
+
+@pytest.mark.parametrize("backend", backends("Eltwise"))
+def test_default_is_product(backend):
     xs = _inputs(2, (3, 7, 13), "default")
-    ret, out = run_layer("Eltwise", {}, [], xs)
-    assert ret == 0
-    np.testing.assert_array_equal(out[0], xs[0] * xs[1])
-    check_layer("Eltwise", {}, [], xs)
+    if backend == "cpu":
+        ret, out = run_layer("Eltwise", {}, [], xs)
+        assert ret == 0
+        np.testing.assert_array_equal(out[0], xs[0] * xs[1])
+    check(backend, "Eltwise", {}, [], xs)
 
 
 def _rejected(params, inputs, caplog, text):
@@ -61,6 +100,24 @@ def test_bad_inputs(caplog):
     _rejected({0: 1}, [a, np.ones((24,), np.float32)], caplog, "shapes differ")
     _rejected({0: 1, 1: [1.0, 2.0]}, [a, a, a], caplog, "coeffs")
     _rejected({0: 3}, [a, a], caplog, "op_type")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "inputs,params,text",
+    [
+        ([(8, 3, 4), (8, 3, 5)], {0: 1}, "shapes differ"),
+        ([(8, 3, 4)] * 3, {0: 1, 1: [1.0, 2.0]}, "coeffs"),
+    ],
+    ids=["shapes", "coeffs"],
+)
+def test_bad_inputs_gpu(inputs, params, text, caplog):
+    xs = [np.ones(shape, np.float32) for shape in inputs]
+    param = make_param("Eltwise", params, inputs, 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, b"", xs, 1, **GPU_GRID["fp32-pack"])
+    assert ret != 0
+    assert text in caplog.text
 
 
 @pytest.mark.parametrize("op,coeffs", [(0, None), (1, [2.0, 3.0]), (2, None)], ids=["prod", "sum", "max"])
@@ -90,3 +147,30 @@ def test_padding_bytes_never_warn(op, coeffs):
     assert layer.forward(mats, [top], opt) == 0
     want = {0: xs[0] * xs[1], 1: 2.0 * xs[0] + 3.0 * xs[1], 2: np.maximum(xs[0], xs[1])}[op]
     np.testing.assert_allclose(np.array(top.numpy()), want, rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_big_blob_packed():
+    check_layer_gpu("Eltwise", {0: 1}, [], _inputs(2, (16, 57, 57), "big"), grid=["fp32-pack", "fp16s-pack"])
+
+
+# a 1x1 identity Convolution (which does not pack) makes one input elempack 1 while the
+# other, straight from an Input, is elempack 4
+MIXED = """7767517
+4 4
+Input in0 0 1 in0 0=7 1=5 2=8
+Input in1 0 1 in1 0=7 1=5 2=8
+Convolution conv 1 1 in1 c1 0=8 1=1 6=64
+Eltwise op 2 1 in0 c1 out0 0=1 -23301=2,0.5,2.0
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["fp32-pack", "fp16s-pack", "fp16pa-pack"])
+def test_mixed_packing(name):
+    a, b = _inputs(2, (8, 5, 7), "mixed")
+    ret, got = run_net_gpu(MIXED, make_bin([(np.eye(8, dtype=np.float32), 0)]), [a, b], 1, **GPU_GRID[name])
+    assert ret == 0
+    ref = 0.5 * a + 2.0 * b
+    tol = 1e-5 if name == "fp32-pack" else 1e-2
+    assert np.linalg.norm(got[0] - ref) / np.linalg.norm(ref) <= tol
