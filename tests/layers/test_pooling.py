@@ -320,3 +320,43 @@ def test_global_pooling_past_lavapipes_loop_limit(shape, pooling_type, backend):
     # llvmpipe silently ends an invocation after 65535 loop iterations: a 300x300 channel is
     # 90000 values, reduced by one invocation (unrolled 8 ways, it stays under the limit)
     check(backend, "Pooling", {0: pooling_type, 4: 1}, [], [randn(rng("gpool-big", shape), shape)])
+
+
+@pytest.mark.gpu
+def test_pooling_2d_shape_hint_builds_the_unpacked_pipeline(tmp_path):
+    """A .param hint of a 2-D input (8 rows: packed on the GPU) builds the elempack 1 shader at
+    load and defers the elempack 4 one, which a 2-D blob never uses: the inference builds
+    nothing more and matches the oracle."""
+    import ncnn_c
+    from ncnn_c.gpu.pipeline import DeferredPipeline
+
+    text = "7767517\n2 2\nInput in 0 1 data -23330=4,2,16,8,1 0=16 1=8\n"
+    text += "Pooling pool 1 1 data out -23330=4,3,8,4,1 0=1 1=2 2=2\n"
+    x = randn(rng("pool-2d-hint"), (8, 16))
+    ret, ref = run_ncnn(text, b"", [x], input_names=["data"], output_names=["out"])
+    assert ret == 0
+    (tmp_path / "m.param").write_text(text)
+    (tmp_path / "m.bin").write_bytes(b"")
+    vkdev = ncnn_c.get_gpu_device(0)
+    net = ncnn_c.Net()
+    net.opt.use_vulkan_compute = True
+    net.opt.use_fp16_packed = net.opt.use_fp16_storage = net.opt.use_fp16_arithmetic = False
+    net.opt.use_packing_layout = True
+    net.set_vulkan_device(vkdev)
+    net.opt.pipeline_cache = ncnn_c.PipelineCache(vkdev)
+    assert net.load_param(str(tmp_path / "m.param")) == 0
+    assert net.load_model(str(tmp_path / "m.bin")) == 0
+    pool = next(layer for layer in net.layers() if layer.type == "Pooling")
+    assert not isinstance(pool.pipeline_pooling, DeferredPipeline)
+    assert isinstance(pool.pipeline_pooling_pack4, DeferredPipeline)
+    built = net.opt.pipeline_cache.stats()["pipelines_created"]
+    with net.create_extractor() as ex:
+        ex.input("data", ncnn_c.Mat(x))
+        ret, m = ex.extract("out")
+        assert ret == 0
+        got = np.array(m.numpy(), dtype=np.float32, copy=True)
+    assert net.opt.pipeline_cache.stats()["pipelines_created"] == built
+    assert not pool.pipeline_pooling_pack4.built
+    assert got.shape == ref[0].shape == (1, 4, 8)
+    np.testing.assert_allclose(got, ref[0], rtol=1e-5, atol=1e-6)
+    net.clear()
