@@ -1,4 +1,5 @@
-"""PReLU: one shared slope or one per ncnn channel index (1-D elements, 2-D rows, 3-D/4-D channels)."""
+"""PReLU: one shared slope or one per ncnn channel index (1-D elements, 2-D rows, 3-D/4-D channels;
+counts that pack by 4 and not). One case list, every backend (oracle.backends)."""
 
 from __future__ import annotations
 
@@ -6,26 +7,45 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
+from oracle import (
+    GPU_GRID,
+    SHAPES_ALL,
+    backends,
+    check,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net_gpu,
+)
 
 PATHS = ("layer", "inplace", "net")
 
 
-@pytest.mark.parametrize("shape", SHAPES_ALL)
+# every rank, plus channel counts that pack by 4 (and one that packs to a single element)
+SHAPES = SHAPES_ALL + [(8, 5, 7), (4, 2, 3, 5), (12,), (8, 3), (8, 1, 1)]
+# x or x * slope: one rounding at most, exact on every fp32 backend
+EXACT = dict(tol=0.0, tol_fp32=0.0)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("per_channel", [False, True])
-def test_prelu(shape, per_channel):
+@pytest.mark.parametrize("backend", backends("PReLU"))
+def test_prelu(shape, per_channel, backend):
     g = rng("prelu", shape, per_channel)
     n = shape[0] if per_channel else 1
     slopes = randn(g, (n,))
     x = randn(g, shape, 3.0)
-    check_layer("PReLU", {0: n}, [(slopes, 1)], [x], tol=0.0, paths=PATHS)
+    check(backend, "PReLU", {0: n}, [(slopes, 1)], [x], paths=PATHS, **EXACT)
 
 
-def test_prelu_more_slopes_than_channels_uses_the_first():
+@pytest.mark.parametrize("backend", backends("PReLU"))
+def test_prelu_more_slopes_than_channels_uses_the_first(backend):
     # ncnn indexes the slope table by channel and never looks past the blob's channel count
     g = rng("prelu-extra")
     x = randn(g, (3, 4, 5))
-    check_layer("PReLU", {0: 6}, [(randn(g, (6,)), 1)], [x], tol=0.0, paths=PATHS)
+    check(backend, "PReLU", {0: 6}, [(randn(g, (6,)), 1)], [x], paths=PATHS, **EXACT)
 
 
 def test_prelu_fp32_weights_only():
@@ -54,3 +74,13 @@ def test_prelu_short_weight_blob(caplog):
     with caplog.at_level(logging.ERROR, logger="ncnn_c"):
         ret, _ = run_layer("PReLU", {0: 4}, [(np.ones(2, np.float32), 1)], [np.ones((4, 2, 2), np.float32)])
     assert ret != 0 and "could not load 4 slope" in caplog.text
+
+
+@pytest.mark.gpu
+def test_prelu_too_few_slopes_on_the_gpu(caplog):
+    g = rng("prelu-bad-vk")
+    x = randn(g, (8, 3, 3))
+    text = make_param("PReLU", {0: 4}, [x.shape], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(text, make_bin([(randn(g, (4,)), 1)]), [x], 1, **GPU_GRID["fp16s-pack"])
+    assert ret != 0 and "4 slopes" in caplog.text
