@@ -21,11 +21,12 @@ import numpy as np
 import pytest
 import test_networks as tn
 from oracle import FP32_FLAGS, rel_l2, run_ncnn, run_ncnn_isolated
-from test_native_ops import _in, check, conv
+from test_native_ops import _in, _param, check, conv
 
 import ncnn_c
 from ncnn_c._native import dnnl
 from ncnn_c.net.native.ops import winograd
+from ncnn_c.tools.randbin import random_weights
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64"), reason="no oneDNN wheel for this architecture"
@@ -143,6 +144,62 @@ def test_threads(tmp_path, monkeypatch, threads):
     lines = [_in(32, 30, 26), conv("c", "data", "a", 32, 32), conv3("w", "a", "out", 32, 48, "4=1 5=1 9=1")]
     plan = check(tmp_path, lines, {"data": (32, 30, 26)}, ["out"], threads=threads)
     assert winograd.forms(plan)["w"].startswith("winograd")
+
+
+@pytest.mark.parametrize("form, chunk, group", [("63", 3, 16), ("43", 0, 16), ("63", 5, 32), ("43", 7, 0)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_items_of_tiles_and_channel_groups(tmp_path, monkeypatch, form, chunk, group, threads):
+    # the layer's work as items (a chunk of tiles, a group of output channels) on more or
+    # fewer threads than items: 40 output channels are 3 groups of 16 (the last one padded)
+    monkeypatch.setenv("NCNN_C_WINOGRAD", form)
+    monkeypatch.setenv("NCNN_C_WINOGRAD_CHUNK", str(chunk))
+    monkeypatch.setenv("NCNN_C_WINOGRAD_GROUP", str(group))
+    lines = [_in(24, 19, 17), conv("c", "data", "a", 24, 24), conv3("w", "a", "out", 24, 40, "4=1 5=1 9=1")]
+    plan = check(tmp_path, lines, {"data": (24, 19, 17)}, ["out"], threads=threads)
+    assert winograd.forms(plan)["w"] == f"winograd{form}"
+
+
+def _plan_output(tmp_path, lines: list[str], shape: tuple, threads: int) -> np.ndarray:
+    """The second extract of ``out`` (the plan's) on ``threads`` threads."""
+    text = _param(lines)
+    path = tmp_path / "m.param"
+    path.write_text(text)
+    net = ncnn_c.Net()
+    net.opt.num_threads = threads
+    assert net.load_param_mem(text) == 0
+    assert net.load_model_mem(random_weights(str(path), seed=7, input_shape=shape)) == 0
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    for _ in range(2):
+        with net.create_extractor() as ex:
+            assert ex.input("data", ncnn_c.Mat(x)) == 0
+            out = np.array(ex.extract("out")[1].numpy(), copy=True)
+    return out
+
+
+def test_any_thread_count_gives_the_same_bits(tmp_path, monkeypatch):
+    # each output element is computed by one item, in the same order whoever runs it
+    monkeypatch.setenv("NCNN_C_WINOGRAD", "63")
+    monkeypatch.setenv("NCNN_C_WINOGRAD_CHUNK", "4")
+    monkeypatch.setenv("NCNN_C_WINOGRAD_GROUP", "16")
+    lines = [_in(32, 23, 21), conv3("w", "data", "out", 32, 48, "4=1 5=1 9=1")]
+    outs = [_plan_output(tmp_path, lines, (32, 23, 21), t) for t in (1, 2, 3)]
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize(
+    "tiles, kp, np_, n, threads, want",
+    [
+        (1444, 64, 64, 8, 2, (61, 64)),  # VGG16's 224x224x64 layer: chunks of tiles
+        (16, 512, 512, 6, 2, (16, 128)),  # its 14x14 layers: all 16 tiles, groups of channels
+        (16, 512, 512, 6, 16, (16, 32)),  # more threads, narrower groups
+    ],
+)
+def test_the_split(tiles, kp, np_, n, threads, want, monkeypatch):
+    monkeypatch.delenv("NCNN_C_WINOGRAD_CHUNK", raising=False)
+    monkeypatch.delenv("NCNN_C_WINOGRAD_GROUP", raising=False)
+    tc, ng = winograd.split(tiles, kp, np_, n, 16, threads)
+    assert (tc, ng) == want
+    assert n * n * tc * (kp + ng) * 4 <= winograd.CHUNK_BYTES and tc * ng <= winograd.M_FLOATS
 
 
 def test_switched_off(tmp_path, monkeypatch):

@@ -1,12 +1,15 @@
-"""Builds ``ncnn_c/_native/_winograd*.so``: the Winograd transforms of the native CPU plan.
+"""Builds ``ncnn_c/_native/_winograd*.so``: the Winograd convolutions of the native CPU plan.
 
 The C source is ``winograd.c`` (with ``winograd_kernels.h``, included once per channel-block
 width and instruction set), the declarations cffi checks are ``winograd.cdef``, all beside
-this file. Its two functions are kernels of the plan's C executor (``plan.c``): the plan
-takes their addresses from this module and calls them between oneDNN primitives. Compiled
-with OpenMP against the system's libgomp, the runtime oneDNN's wheel uses, so the kernels'
-loops run on oneDNN's thread pool with the thread count the plan's run set. Needs no oneDNN
-headers; without the extension 3x3 convolutions stay oneDNN's direct ones.
+this file. Its step function is a kernel of the plan's C executor (``plan.c``): the plan
+takes its address from this module and calls it between oneDNN primitives; the step runs
+oneDNN matmuls itself. Like ``_plan`` it is compiled against oneDNN's headers (found as
+``build_plan`` finds them) and not linked against the library: it is imported after
+``ncnn_c._native.onednn`` loaded ``libdnnl`` with RTLD_GLOBAL. Compiled with OpenMP against
+the system's libgomp, the runtime oneDNN's wheel uses, so the step's parallel region runs
+on oneDNN's thread pool with the thread count the plan's run set. Without the extension 3x3
+convolutions stay oneDNN's direct ones.
 
 Run ``python -m ncnn_c._native.build_winograd`` (add ``--force`` to rebuild).
 """
@@ -17,6 +20,7 @@ import sys
 
 from . import _build
 from ._build import BuildError  # noqa: F401  (part of this module's interface)
+from .build_plan import include_dirs
 
 MODULE = "_winograd"
 # the plan works without it (direct convolutions)
@@ -26,8 +30,12 @@ CDEF, CSOURCE, HEADER = "winograd.cdef", "winograd.c", "winograd_kernels.h"
 FLAGS = ["-O2", "-fno-wrapv", "-fopenmp"]
 
 
+def _include_dirs() -> list[str]:
+    return [_build.HERE, *include_dirs()]
+
+
 _EXT = _build.Extension(
-    MODULE, CDEF, CSOURCE, (HEADER,), FLAGS, ["-fopenmp"], [_build.HERE], stamp_flags=True
+    MODULE, CDEF, CSOURCE, (HEADER,), FLAGS, ["-fopenmp"], _include_dirs, stamp_flags=True
 )
 
 _stamp, _ffibuilder = _EXT.stamp, _EXT.ffibuilder

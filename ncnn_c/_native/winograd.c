@@ -1,19 +1,31 @@
-/* Winograd F(6,3) / F(4,3) for 3x3 stride-1 convolutions in the native CPU plan: the input
-   and output transforms. The plan runs such a convolution as three steps
-   (ncnn_c/net/native/ops/winograd.py): ncnnc_wino_input (src -> the n*n GEMM inputs
-   V[n*n][tiles][kp]), oneDNN's batched matmul (V x U, the weights transformed once when the
-   plan is built) and ncnnc_wino_output (M[n*n][tiles][np] -> dst, bias and activation
-   fused). Both are plan.c kernels, called with their context and their memories' data
-   pointers (src, dst); their loops over tiles x channel blocks are OpenMP's (libgomp,
-   oneDNN's runtime), on the thread count the plan's run set.
+/* Winograd F(6,3) / F(4,3) for 3x3 stride-1 convolutions in the native CPU plan: one plan
+   step per layer (ncnn_c/net/native/ops/winograd.py), ncnnc_wino_run, a plan.c kernel called
+   with its context and its memories' data pointers (src, dst, scratch).
+
+   The layer's tiles are cut into chunks and its output channels into groups; one work item
+   is (chunk, group). In ONE OpenMP parallel region each thread takes items one by one
+   (dynamic schedule: a thread the OS took the core from holds up nothing but its own item)
+   and, in its own slot of the scratch, transforms the chunk's input into V[n*n][tiles][kp]
+   (skipped when its previous item had the same chunk), multiplies V by the group's U (the
+   weights transformed and prepacked once, when the plan is built) with a oneDNN batched
+   matmul into M[n*n][tiles][group], and output-transforms M into dst (bias and activation
+   fused). No barrier between the steps: the one at the region's end is the layer's only
+   one, where the former three steps per chunk each had theirs. The matmul primitive is
+   created single-threaded and runs inside the region on the calling thread (oneDNN's
+   OpenMP runtime runs a call nested in a parallel region on one thread); each slot has its
+   own stream and V / M memories. An output element is computed by one item, in the same
+   order whatever the thread count: the result is the same on any number of threads.
 
    One vector is one pixel's ``lanes`` channels: a block of nChw16c / nChw8c, or a run of
    nhwc (the layout oneDNN's brgconv picks on AVX-512); the two layouts are the same code
-   with other strides. The kernels are compiled per vector width and instruction set
+   with other strides. The transforms are compiled per vector width and instruction set
    (winograd_kernels.h) and picked at run time: AVX-512 / AVX2 builds on x86-64 where the
    CPU has them, the compiler's baseline vectors everywhere. */
+#include <omp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include "oneapi/dnnl/dnnl.h"
 
 const char ncnnc_winograd_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
@@ -23,19 +35,31 @@ typedef struct {
     int c, h, w;       /* input channels and plane */
     int kp;            /* c rounded up to lanes: the GEMM's K */
     int oc, oh, ow;    /* output channels and plane */
-    int np;            /* oc rounded up to lanes: the GEMM's N */
+    int np;            /* a row of M: the output channels of one group (a multiple of lanes) */
     int sb, sp;        /* src: floats from one channel block to the next, from one pixel to the next */
     int db, dp;        /* the same in dst */
     int zero_pad;      /* dst is blocked: the lanes past oc in its last block are written 0 */
     int pad_t, pad_l;  /* zero rows above and columns left of the input */
     int tiles_w;       /* tiles in a row of the output */
-    int tile0, tiles;  /* the tiles of this step (a chunk small enough for V and M to stay in
-                          cache): V and M have ``tiles`` rows, row t is tile tile0 + t; tiles
-                          past the output read zeros and write nothing */
+    int tile0, tiles;  /* the tiles of a chunk (small enough for V and M to stay in cache): V
+                          and M have ``tiles`` rows, row t is tile tile0 + t; tiles past the
+                          output read zeros and write nothing */
     int act;           /* 0 none, 1 relu (a0: the slope of leaky relu), 2 clip to [a0, a1] */
     float a0, a1;
-    const float *bias; /* np floats or NULL */
+    const float *bias; /* oc rounded up to lanes floats, or NULL */
 } ncnnc_wino;
+
+typedef struct {
+    ncnnc_wino w;           /* the geometry; tile0 is set per item */
+    int chunks, groups;     /* items: chunks x groups, chunk-major */
+    int slots;              /* per-thread parts of the scratch: the most threads a run uses */
+    long vfloats;           /* floats of V in a slot, then M's */
+    long slot_floats;
+    void *matmul;           /* dnnl_primitive_t: V x U -> M, single-threaded */
+    void *const *u;         /* per group: U's memory, packed for the matmul */
+    void *const *streams;   /* per slot: dnnl_stream_t */
+    void *const *v, *const *m; /* per slot: the dnnl_memory_t of V and M (bound per run) */
+} ncnnc_wino_layer;
 
 #define LANES 16
 #define KSUF l16
@@ -86,41 +110,39 @@ static int wino_isa(void)
 }
 #endif
 
-typedef void (*wino_fn)(const ncnnc_wino *p, const float *src, float *dst);
-
-/* the build for this block width and CPU */
-static wino_fn pick(const ncnnc_wino *p, wino_fn l16, wino_fn l8, wino_fn l16_simd, wino_fn l8_simd)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    int isa = wino_isa();
-    if (p->lanes == 16 && isa == 2)
-        return l16_simd;
-    if (p->lanes == 8 && isa >= 1)
-        return l8_simd;
-#else
-    (void)l16_simd, (void)l8_simd;
-#endif
-    return p->lanes == 16 ? l16 : l8;
-}
-
 #if !(defined(__x86_64__) && defined(__GNUC__))
+#define wino_isa() 0
 #define wino_input_l16_avx512 wino_input_l16
 #define wino_input_l8_avx2 wino_input_l8
 #define wino_output_l16_avx512 wino_output_l16
 #define wino_output_l8_avx2 wino_output_l8
 #endif
 
+/* the builds for this block width and CPU */
+typedef void (*in_fn)(const ncnnc_wino *p, const float *src, float *v);
+typedef void (*out_fn)(const ncnnc_wino *p, const float *mm, float *dst, int b0);
+
+static in_fn pick_input(int lanes)
+{
+    int isa = wino_isa();
+    if (lanes == 16)
+        return isa == 2 ? wino_input_l16_avx512 : wino_input_l16;
+    return isa >= 1 ? wino_input_l8_avx2 : wino_input_l8;
+}
+
+static out_fn pick_output(int lanes)
+{
+    int isa = wino_isa();
+    if (lanes == 16)
+        return isa == 2 ? wino_output_l16_avx512 : wino_output_l16;
+    return isa >= 1 ? wino_output_l8_avx2 : wino_output_l8;
+}
+
 /* the vector width the kernels run best with here: 16 on AVX-512, else 8 */
 int ncnnc_wino_lanes(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
     return wino_isa() == 2 ? 16 : 8;
-#else
-    return 8;
-#endif
 }
-
-int omp_get_max_threads(void);
 
 /* the OpenMP thread count of the calling thread: the plan's, while it is built */
 int ncnnc_wino_threads(void)
@@ -128,15 +150,64 @@ int ncnnc_wino_threads(void)
     return omp_get_max_threads();
 }
 
-/* plan.c kernels: ptrs = {src, dst} */
-void ncnnc_wino_input(const void *ctx, void *const *ptrs)
+/* sets the calling thread's OpenMP thread count, returns the one before: the matmul is
+   created single-threaded (oneDNN sizes a primitive's work split when it is created) */
+int ncnnc_wino_set_threads(int n)
 {
-    const ncnnc_wino *p = ctx;
-    pick(p, wino_input_l16, wino_input_l8, wino_input_l16_avx512, wino_input_l8_avx2)(p, ptrs[0], ptrs[1]);
+    int before = omp_get_max_threads();
+    omp_set_num_threads(n > 0 ? n : 1);
+    return before;
 }
 
-void ncnnc_wino_output(const void *ctx, void *const *ptrs)
+/* the plan step of one layer: ptrs = {src, dst, scratch (slots x slot_floats)} */
+void ncnnc_wino_run(const void *ctx, void *const *ptrs)
 {
-    const ncnnc_wino *p = ctx;
-    pick(p, wino_output_l16, wino_output_l8, wino_output_l16_avx512, wino_output_l8_avx2)(p, ptrs[0], ptrs[1]);
+    const ncnnc_wino_layer *L = ctx;
+    const in_fn input = pick_input(L->w.lanes);
+    const out_fn output = pick_output(L->w.lanes);
+    const float *src = ptrs[0];
+    float *dst = ptrs[1], *scratch = ptrs[2];
+    const int items = L->chunks * L->groups, gblocks = L->w.np / L->w.lanes;
+    int threads = omp_get_max_threads();
+    threads = threads < L->slots ? threads : L->slots;
+    threads = threads < items ? threads : items;
+    int status = dnnl_success;
+#pragma omp parallel num_threads(threads)
+    {
+        const int s = omp_get_thread_num();
+        float *v = scratch + s * L->slot_floats, *mm = v + L->vfloats;
+        dnnl_memory_t vm = L->v[s], mm_mem = L->m[s];
+        dnnl_stream_t stream = L->streams[s];
+        int st = dnnl_memory_set_data_handle(vm, v);
+        if (st == dnnl_success)
+            st = dnnl_memory_set_data_handle(mm_mem, mm);
+        ncnnc_wino p = L->w;
+        int have = -1; /* the chunk whose V this thread's slot holds */
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int it = 0; it < items; it++) {
+            if (st != dnnl_success)
+                continue;
+            const int c = it / L->groups, g = it % L->groups;
+            p.tile0 = c * p.tiles;
+            if (c != have) {
+                input(&p, src, v);
+                have = c;
+            }
+            dnnl_exec_arg_t args[3] = {
+                {DNNL_ARG_SRC, vm}, {DNNL_ARG_WEIGHTS, (dnnl_memory_t)L->u[g]}, {DNNL_ARG_DST, mm_mem}};
+            st = dnnl_primitive_execute((const_dnnl_primitive_t)L->matmul, stream, 3, args);
+            if (st == dnnl_success)
+                st = dnnl_stream_wait(stream);
+            if (st == dnnl_success)
+                output(&p, mm, dst, g * gblocks);
+        }
+        if (st != dnnl_success) {
+#pragma omp atomic write
+            status = st;
+        }
+    }
+    /* a kernel step has no status to return (plan.c): the log line says the output is wrong */
+    if (status != dnnl_success)
+        fprintf(stderr, "ncnn_c: native plan: a Winograd convolution's oneDNN matmul failed (status %d); "
+                        "its output is incomplete\n", status);
 }

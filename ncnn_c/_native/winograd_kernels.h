@@ -130,14 +130,15 @@ static inline __attribute__((always_inline)) void WK(activate)(const ncnnc_wino 
     }
 }
 
-/* one tile of one output channel block from the n*n GEMM outputs */
+/* one tile of output channel block ``b`` from the n*n GEMM outputs, where it is block ``bm``
+   of M's rows (a group of the output channels) */
 static inline __attribute__((always_inline)) void WK(out_tile)(const ncnnc_wino *p, const float *mm, float *dst,
-                                                               long t, int b, const int n)
+                                                               long t, int bm, int b, const int n)
 {
     const int m = n - 2, ow = p->ow, oh = p->oh;
     const long mstride = (long)p->tiles * p->np, dp = p->dp, tt = p->tile0 + t;
     const int y0 = (int)(tt / p->tiles_w) * m, x0 = (int)(tt % p->tiles_w) * m;
-    const float *in = mm + t * p->np + (long)b * LANES;
+    const float *in = mm + t * p->np + (long)bm * LANES;
     VF g[8][8], r[8][8];
     for (int k = 0; k < n; k++) {
         VF col[8], o[8];
@@ -174,34 +175,31 @@ static inline __attribute__((always_inline)) void WK(out_tile)(const ncnnc_wino 
     }
 }
 
+/* the chunk of tiles from p->tile0 on into V (one thread: the caller's loop is the parallel one) */
 KATTR static void WK(wino_input)(const ncnnc_wino *p, const float *src, float *v)
 {
+    const long total = (long)p->tiles * (p->kp / LANES);
     const int blocks = p->kp / LANES;
-    const long total = (long)p->tiles * blocks;
-    if (p->m == 6) {
-#pragma omp parallel for schedule(static)
+    if (p->m == 6)
         for (long it = 0; it < total; it++)
             WK(in_tile)(p, src, v, it / blocks, (int)(it % blocks), 8);
-    } else {
-#pragma omp parallel for schedule(static)
+    else
         for (long it = 0; it < total; it++)
             WK(in_tile)(p, src, v, it / blocks, (int)(it % blocks), 6);
-    }
 }
 
-KATTR static void WK(wino_output)(const ncnnc_wino *p, const float *mm, float *dst)
+/* output channel blocks b0 .. b0 + p->np / LANES - 1 of the chunk from M, whose rows hold
+   those blocks alone (one thread) */
+KATTR static void WK(wino_output)(const ncnnc_wino *p, const float *mm, float *dst, int b0)
 {
     const int blocks = p->np / LANES;
     const long total = (long)p->tiles * blocks;
-    if (p->m == 6) {
-#pragma omp parallel for schedule(static)
+    if (p->m == 6)
         for (long it = 0; it < total; it++)
-            WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), 8);
-    } else {
-#pragma omp parallel for schedule(static)
+            WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), b0 + (int)(it % blocks), 8);
+    else
         for (long it = 0; it < total; it++)
-            WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), 6);
-    }
+            WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), b0 + (int)(it % blocks), 6);
 }
 
 #undef VF

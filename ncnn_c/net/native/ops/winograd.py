@@ -102,9 +102,12 @@ def forms(plan: NativePlan) -> dict[str, str]:
 
 
 def kernels():
-    """The ``_winograd`` extension (``.ffi``, ``.lib``), or None when it was not built."""
+    """The ``_winograd`` extension (``.ffi``, ``.lib``), or None when it was not built (or
+    oneDNN, whose symbols it uses, cannot be loaded)."""
     global _mod
     if _mod is None:
+        if dnnl_module().get() is None:
+            return None
         try:
             _mod = importlib.import_module("ncnn_c._native._winograd")
         except ImportError as e:
@@ -150,23 +153,60 @@ def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
     return min((0, 6, 4), key=lambda m: cost(m, c, oc, oh, ow, lanes))
 
 
-# V + M of a chunk per thread (L2-sized), the tiles of a chunk at least (the GEMMs' M), and the weights
-# above which one pass over all tiles is faster (measured: docs/decisions.md)
+# The work of one layer is cut into items (a chunk of tiles x a group of output channels),
+# which the threads of its one parallel region take one at a time. Measured on oneDNN 3.2's
+# single-threaded brgemm matmul (AVX-512; docs/decisions.md): groups of 32 to 128 channels
+# multiply at 150-210 GFLOP/s, 16 at about 130, and an M (tiles x group) of more than about
+# 12k floats per point at 20-40; so groups are GROUP_MIN..GROUP_MAX channels and M at most
+# M_FLOATS per point. V + M of an item, in a thread's own slot, fit its L2 (CHUNK_BYTES). An
+# item costs ITEM multiply-adds besides its work (a matmul call, the schedule's hand-out).
 CHUNK_BYTES = 2 << 20
-CHUNK_MIN = 16
-CHUNK_WEIGHTS = 4 << 20
+GROUP_MIN, GROUP_MAX = 32, 128
+M_FLOATS = 8192
+ITEM = 100_000
 
 
-def chunk_tiles(tiles: int, kp: int, np_: int, n: int, threads: int) -> int:
-    """Tiles per chunk: V and M of a chunk should stay in the caches of the ``threads``
-    cores between the steps, unless the weights are the larger part (their reads repeat
-    per chunk). ``NCNN_C_WINOGRAD_CHUNK`` sets it (measurements)."""
-    v = os.environ.get("NCNN_C_WINOGRAD_CHUNK", "").strip()
-    if v:
-        return int(v) or tiles
-    if n * n * kp * np_ * 4 > CHUNK_WEIGHTS:
-        return tiles
-    return max(CHUNK_MIN, min(tiles, max(1, threads) * CHUNK_BYTES // (n * n * (kp + np_) * 4)))
+def split(tiles: int, kp: int, np_: int, n: int, lanes: int, threads: int) -> tuple[int, int]:
+    """(tiles per chunk, output channels per group) of a layer run on ``threads`` threads:
+    the fastest by a model in multiply-adds like ``cost``'s: the products, each value
+    through the input transform once per chunk and thread that takes one of its items and
+    through the output transform once, the weights read once per chunk, ITEM per item; the
+    items go to the threads in rounds of ``threads``. ``NCNN_C_WINOGRAD_CHUNK`` /
+    ``NCNN_C_WINOGRAD_GROUP`` set either (0: all; tests, measurements)."""
+    blocks = np_ // lanes
+    env = {k: os.environ.get(f"NCNN_C_WINOGRAD_{k}", "").strip() for k in ("CHUNK", "GROUP")}
+    widths = [np_ // g for g in range(1, blocks + 1) if blocks % g == 0]  # widest first
+    if env["GROUP"]:
+        want = int(env["GROUP"]) or np_
+        widths = [min((w for w in widths if w >= want), default=np_)]
+    else:
+        good = [w for w in widths if GROUP_MIN <= w <= GROUP_MAX]
+        widths = good or [min(widths, key=lambda w: abs(w - GROUP_MIN))]
+    best: tuple[float, int, int] | None = None
+    for ng in widths:
+        g = np_ // ng
+        if env["CHUNK"]:
+            first = -(-tiles // (int(env["CHUNK"]) or tiles))
+            counts = range(first, first + 1)
+        else:  # the fewest chunks whose V + M fit, and a few more for the threads
+            fit = max(1, min(CHUNK_BYTES // (n * n * (kp + ng) * 4), M_FLOATS // ng))
+            least = -(-tiles // fit)
+            counts = range(least, min(tiles, least + 4 * threads) + 1)
+        for chunks in counts:
+            tc = -(-tiles // chunks)
+            if -(-tiles // tc) != chunks and not env["CHUNK"]:
+                continue  # the same chunks as a smaller count
+            items = chunks * g
+            t = min(threads, items)
+            rows = chunks * tc
+            per_point = (
+                rows * kp * np_ + TRANSFORM * rows * (kp * min(g, t) + np_) + WEIGHT_READ * kp * np_ * chunks
+            )
+            time = (n * n * per_point / items + ITEM) * -(-items // t)
+            if best is None or time < best[0]:
+                best = (time, tc, ng)
+    assert best is not None
+    return best[1], best[2]
 
 
 # the activations the output transform applies: (ncnnc_wino.act, a0, a1)
@@ -239,63 +279,87 @@ def convolution(
         if after.impl.startswith("ref"):
             return False  # (a padded blocked layout) the direct kernel takes them as post-ops
 
-    ffi = mod.ffi
+    ffi, lib = mod.ffi, mod.lib
     nhwc = tag == "acdb"
-    # the plan's thread count is OpenMP's while it is built (executor.py)
-    chunk = chunk_tiles(tiles, kp, np_, n, mod.lib.ncnnc_wino_threads())
-    chunks = -(-tiles // chunk)
+    # the thread count of the layer's steps is OpenMP's while it is built (executor.py)
+    slots = max(1, int(lib.ncnnc_wino_threads()))
+    chunk, ng = split(tiles, kp, np_, n, lanes, slots)
+    chunks, groups = -(-tiles // chunk), np_ // ng
     chunk = -(-tiles // chunks)  # the last one padded by fewer tiles (they read zeros, write nothing)
-    base = dict(
-        m=m, lanes=lanes, c=c, h=h, w=w, kp=kp, oc=oc, oh=oh, ow=ow, np=np_, pad_t=pad_t, pad_l=pad_l,
+
+    # the matmul of one item, single-threaded: it runs inside the layer's parallel region
+    vmd = dn.md((n * n, chunk, kp), "abc")
+    mmd = dn.md((n * n, chunk, ng), "abc")
+    before = lib.ncnnc_wino_set_threads(1)
+    try:
+        mm = dn.matmul(vmd, dn.md((n * n, kp, ng), "any"), mmd)
+        no_reference(mm)
+        matmul = mm.primitive()
+    finally:
+        lib.ncnnc_wino_set_threads(before)
+    umd = mm.md("weights", (n * n, kp, ng))
+    upacked: list = []
+    keep_u: tuple = ()
+    for g in range(groups):  # U's columns of each group, packed once
+        plain = dn.memory(dn.md((n * n, kp, ng), strides=(kp * np_, np_, 1)), u.ctypes.data + 4 * g * ng)
+        upacked.append(plan.prepack(plain, umd))
+        if upacked[-1] is plain:
+            keep_u = (u,)  # else the packed copies are all the plan keeps
+
+    # each slot (thread) has V then M in the scratch, its own memories over them (bound by
+    # the step at each run) and its own stream
+    vfloats = -(-(n * n * chunk * kp) // 16) * 16
+    slot_floats = vfloats + -(-(n * n * chunk * ng) // 16) * 16
+    vmems = [dn.memory(vmd, None) for _ in range(slots)]
+    mmems = [dn.memory(mmd, None) for _ in range(slots)]
+    runners = [d.Runner(dn) for _ in range(slots)]
+
+    def addrs(handles):
+        return ffi.new("void *[]", [ffi.cast("void *", int(dn.ffi.cast("uintptr_t", h))) for h in handles])
+
+    ptrs = {
+        "u": addrs(m.ptr for m in upacked),
+        "streams": addrs(r.stream for r in runners),
+        "v": addrs(m.ptr for m in vmems),
+        "m": addrs(m.ptr for m in mmems),
+    }
+    geometry_c = dict(
+        m=m, lanes=lanes, c=c, h=h, w=w, kp=kp, oc=oc, oh=oh, ow=ow, np=ng, pad_t=pad_t, pad_l=pad_l,
         sb=lanes if nhwc else h * w * lanes, sp=c if nhwc else lanes,
         db=lanes if nhwc else oh * ow * lanes, dp=oc if nhwc else lanes, zero_pad=int(not nhwc),
-        tiles_w=tiles_w, tiles=chunk, act=fused[0], a0=fused[1], a1=fused[2],
+        tiles_w=tiles_w, tile0=0, tiles=chunk, act=fused[0], a0=fused[1], a1=fused[2],
         bias=ffi.cast("const float *", bias_p.ctypes.data),
     )  # fmt: skip
-
-    def kernel(name: str, tile0: int, keep=()):
-        ctx = ffi.new("ncnnc_wino *", {**base, "tile0": tile0})
-        fn = int(ffi.cast("uintptr_t", ffi.addressof(mod.lib, name)))
-        return d.Kernel(fn, int(ffi.cast("uintptr_t", ctx)), (ctx, bias_p, *keep))
-
-    vmd = dn.md((n * n, chunk, kp), "abc")
-    mmd = dn.md((n * n, chunk, np_), "abc")
-    mm = dn.matmul(vmd, dn.md((n * n, kp, np_), "any"), mmd)
-    no_reference(mm)
-    umd = mm.md("weights", (n * n, kp, np_))
-    plain = dn.memory(dn.md((n * n, kp, np_), "abc"), u.ctypes.data)
-    upacked = plan.prepack(plain, umd)
-    keep_u = (u,) if upacked is plain else ()  # else the packed copy is all the plan keeps
-    matmul = mm.primitive()
+    ctx = ffi.new(
+        "ncnnc_wino_layer *",
+        dict(
+            w=geometry_c, chunks=chunks, groups=groups, slots=slots, vfloats=vfloats, slot_floats=slot_floats,
+            matmul=ffi.cast("void *", int(dn.ffi.cast("uintptr_t", matmul))), **ptrs,
+        ),
+    )  # fmt: skip
+    fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "ncnnc_wino_run")))
+    keep = (ctx, bias_p, matmul, upacked, vmems, mmems, runners, ptrs, *keep_u)
+    step = d.Kernel(fn, int(ffi.cast("uintptr_t", ctx)), keep)
 
     want = dn.md(sdims, tag)
     src = plan.as_dims(seg, plan.value(seg, bottom, want), sdims)
     src = plan.as_md(seg, src, want)
     top_shape = plan.shape(layer.tops[0])
-    # V and M are one chunk's, reused by every chunk; src is read and the result written
-    # chunk by chunk, so all of them live from the first step to the last
-    v = plan.new_value(vmd, top_shape)
-    mv = plan.new_value(mmd, top_shape)
+    scratch = plan.new_value(dn.md((slots * slot_floats,), "a"), top_shape)
     raw = (
         plan.new_value(dn.md(odims, tag), top_shape)
         if after is not None
         else plan.top(layer, dn.md(odims, tag))
     )
-    for i in range(chunks):
-        src.last = plan.step
-        plan.add(
-            seg, kernel("ncnnc_wino_input", i * chunk), [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(v))]
-        )
-        v.last = plan.step
-        plan.add(seg, matmul, [(d.ARG_SRC, plan.mem(v)), (d.ARG_WEIGHTS, upacked), (d.ARG_DST, plan.mem(mv))])
-        mv.last = plan.step
-        out = kernel("ncnnc_wino_output", i * chunk, keep_u)
-        plan.add(seg, out, [(d.ARG_SRC, plan.mem(mv)), (d.ARG_DST, plan.mem(raw))])
+    src.last = plan.step
+    plan.add(
+        seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(raw)), (d.ARG_SRC_1, plan.mem(scratch))]
+    )
     if after is not None:
         plan.run1(seg, after, raw, plan.top(layer, raw.md))
     chosen[layer.name] = f"winograd{m}3"
     log.debug(
-        "native plan: %r as Winograd F(%d,3): %d -> %d channels, %d tiles in %d chunks",
-        layer.name, m, c, oc, tiles, chunks,
+        "native plan: %r as Winograd F(%d,3): %d -> %d channels, %d tiles in %d chunks x %d groups, %d threads",
+        layer.name, m, c, oc, tiles, chunks, groups, slots,
     )  # fmt: skip
     return True
