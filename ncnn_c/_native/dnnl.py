@@ -321,13 +321,19 @@ class Steps:
 
     def __init__(self, dnnl: Dnnl) -> None:
         self.dnnl = dnnl
-        self._items: list[tuple] = []  # (primitive, [(arg, Mem)])
+        self._items: list[tuple] = []  # (primitive, [(arg, Mem)], OpenMP threads or 0)
         self._keep: list = []
         self.array = None
         self.count = 0
 
-    def add(self, prim, args: Sequence[tuple[int, Mem]]) -> None:
-        self._items.append((prim, list(args)))
+    def add(self, prim, args: Sequence[tuple[int, Mem]], threads: int = 0) -> None:
+        """``threads``: the OpenMP count the step runs with (0: the run's); a primitive must
+        have been created under that count."""
+        self._items.append((prim, list(args), int(threads)))
+
+    @property
+    def threads(self) -> list[int]:
+        return [t for _, _, t in self._items]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -336,7 +342,7 @@ class Steps:
         ffi = self.dnnl.ffi
         arr = ffi.new("ncnnc_step[]", max(1, len(self._items)))
         keep = []
-        for i, (prim, args) in enumerate(self._items):
+        for i, (prim, args, threads) in enumerate(self._items):
             a = ffi.new("dnnl_exec_arg_t[]", max(1, len(args)))
             for j, (arg, mem) in enumerate(args):
                 a[j].arg = arg
@@ -349,6 +355,7 @@ class Steps:
                 arr[i].prim = prim
             arr[i].nargs = len(args)
             arr[i].args = a
+            arr[i].threads = threads
             keep.append((prim, a, args))
         self.array, self._keep, self.count = arr, keep, len(self._items)
 
@@ -363,13 +370,20 @@ class Runner:
         dnnl.check(lib.dnnl_stream_create(p, dnnl.engine, lib.dnnl_stream_default_flags), "stream_create")
         self.stream = ffi.gc(p[0], lib.dnnl_stream_destroy)
 
-    def run(self, steps: Steps, num_threads: int, binds: Sequence[tuple[Mem, int]]) -> None:
-        ffi = self.dnnl.ffi
+    def run(
+        self, steps: Steps, num_threads: int, binds: Sequence[tuple[Mem, int]], seconds: list | None = None
+    ) -> None:
+        """Run ``steps``; ``seconds`` (a list) gets each step's wall time appended."""
+        ffi, lib = self.dnnl.ffi, self.dnnl.lib
         mems = ffi.new("dnnl_memory_t[]", [m.ptr for m, _ in binds] or 1)
         ptrs = ffi.new("void *[]", [ffi.cast("void *", a) for _, a in binds] or 1)
-        ret = self.dnnl.lib.ncnnc_plan_run(
-            self.stream, steps.array, steps.count, int(num_threads), mems, ptrs, len(binds)
-        )
+        args = (self.stream, steps.array, steps.count, int(num_threads), mems, ptrs, len(binds))
+        if seconds is None:
+            ret = lib.ncnnc_plan_run(*args)
+        else:
+            times = ffi.new("double[]", max(1, steps.count))
+            ret = lib.ncnnc_plan_run_timed(*args, times)
+            seconds += list(times)[: steps.count]
         if ret != 0:
             raise DnnlError(
                 f"native plan: {'binding' if ret > -1000 else 'step'} {abs(ret) % 1000} failed ({ret})"

@@ -31,11 +31,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._native.onednn import release_code
+from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
 from ...mat import Mat
 from ...option import Option
 from ..reference import Step
 from ..state import BlobState
+from . import threads as step_threads
 
 log = logging.getLogger("ncnn_c")
 
@@ -215,11 +217,12 @@ def shape_like(shape: tuple):
 class Segment:
     """A run of primitives (one C call), or one numpy layer (``layer`` >= 0)."""
 
-    __slots__ = ("steps", "imports", "exports", "layer")
+    __slots__ = ("steps", "imports", "exports", "layer", "owners")
 
     def __init__(self, steps=None, layer: int = -1) -> None:
         self.steps = steps
         self.layer = layer  # >= 0: a numpy layer
+        self.owners: list[tuple[int, int]] = []  # per step: (its layer or -1, that one's work)
         self.imports: list[tuple[object, int]] = []  # (Mem, blob): read from state.mats[blob]
         self.exports: list[tuple[object, int, tuple]] = []  # (Mem, blob, mat shape): fresh Mats
 
@@ -287,6 +290,14 @@ class NativePlan:
         self._deferred: dict[int, tuple[int, Make]] = {}
         self._li = -1  # the layer being built
         self._producer_of: dict[int, int] = {}
+        # OpenMP threads: the plan's (the extractor's num_threads, which the caller set for
+        # this thread), and the building layer's (threads.py), under which its primitives are
+        # created and run
+        self.num_threads = max(1, int(opts[order[0]].num_threads)) if order else 1
+        self.threads = self.num_threads
+        self._work = 0
+        # a list: each step's wall time is appended to it by every run (threads.py's fit)
+        self.timing: list | None = None
         self._build(order, opts)
 
     # -- building ---------------------------------------------------------------------------
@@ -333,6 +344,7 @@ class NativePlan:
             # extract's peak
             release_code(when_grown=True)
             try:
+                self._use_threads(step_threads.layer_work(layer, self.shapes))
                 taken = self._build_layer(layer, seg, chains.get(li, []), opts[li])
                 self.native_layers += 1
                 for x in taken or ():
@@ -342,6 +354,8 @@ class NativePlan:
                 log.debug("native plan: layer %r (%s) runs in numpy: %s", layer.name, layer.type, e)
             except d.DnnlError as e:
                 log.debug("native plan: layer %r (%s) runs in numpy: %s", layer.name, layer.type, e)
+            finally:
+                self._use_threads(None)
             # a numpy layer: what it reads leaves the native segment, what it writes comes back
             for b in layer.bottoms:
                 self._export(seg, b)
@@ -362,6 +376,16 @@ class NativePlan:
             if s.steps is not None:
                 s.steps.seal()
         self.runner = d.Runner(self.dnnl)
+
+    def _use_threads(self, work: int | None) -> None:
+        """The steps added next run with the thread count of ``work`` (None: the plan's),
+        and are created under it: oneDNN sizes a primitive's work split by the OpenMP count
+        it sees then, and the Winograd chunks read it too."""
+        k = self.num_threads if work is None else step_threads.choose(work, self.num_threads)
+        self._work = 0 if work is None else work
+        if k != self.threads:
+            set_omp_threads(k)
+            self.threads = k
 
     def shape(self, blob: int) -> tuple:
         s = self.shapes.get(blob)
@@ -438,7 +462,8 @@ class NativePlan:
     def add(self, seg: Segment, prim, args) -> None:
         if any(id(mem) in self._spent for _, mem in args):
             raise RuntimeError("native plan: a step reads a constant whose array went at its prepack")
-        seg.steps.add(prim, args)
+        seg.steps.add(prim, args, self.threads)
+        seg.owners.append((self._li, self._work))
         self._stepped.update(id(mem) for _, mem in args)
         self.step += 1
 
@@ -471,9 +496,16 @@ class NativePlan:
             raise Unsupported(f"blob {blob} cannot be written out as a Mat")
         dst = self.dnnl.memory(self.dnnl.md(dims, strides=strides), None)
         d = dnnl_module()
-        pd = self.dnnl.reorder(v.md, dst.md)
-        v.last = self.step
-        self.add(seg, pd.primitive(), [(d.ARG_SRC, self.mem(v)), (d.ARG_DST, dst)])
+        li = self._li
+        self._li = -1
+        self._use_threads(step_threads.export_work(shape))
+        try:
+            pd = self.dnnl.reorder(v.md, dst.md)
+            v.last = self.step
+            self.add(seg, pd.primitive(), [(d.ARG_SRC, self.mem(v)), (d.ARG_DST, dst)])
+        finally:
+            self._use_threads(None)
+            self._li = li
         seg.exports.append((dst, blob, shape))
 
     def const(self, arr: np.ndarray, dims, tag: str):
@@ -765,7 +797,7 @@ class NativePlan:
                 m = Mat(*_ncnn_size(shape), allocator=blob_allocator)
                 binds.append((mem, m.data_ptr()))
                 outs.append((blob, m))
-            self.runner.run(seg.steps, num_threads, binds)
+            self.runner.run(seg.steps, num_threads, binds, self.timing)
             binds = []
             for blob, m in outs:
                 mats[blob] = m
