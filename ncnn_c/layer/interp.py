@@ -301,7 +301,9 @@ class Interp(Layer):
         ytaps = _taps(*coeffs(h, outh, self.align_corner, step_y), first, h)
         if outh < h:
             # shrinking: interpolate only the source rows that are read
-            rows = np.unique(np.concatenate([idx for idx, _ in ytaps]))
+            # the taps' rows, sorted, once each (not np.unique: its first call imports numpy.ma,
+            # 0.4-0.7 MB of peak RSS on a small network)
+            rows = np.flatnonzero(np.bincount(np.concatenate([idx for idx, _ in ytaps]), minlength=h))
             remap = np.searchsorted(rows, [idx for idx, _ in ytaps])
             hz = _resize_axis(x[:, rows], 2, xtaps)
             ytaps = [(r, wt) for r, (_, wt) in zip(remap, ytaps, strict=True)]
