@@ -230,3 +230,226 @@ def test_quantize_layer_feeds_int8_layers_natively(tmp_path):
     for a, b in zip(got[True], got[False], strict=True):
         assert np.std(b) > 0
         assert np.array_equal(a, b)
+
+
+# -- Quantize / Dequantize / Requantize with per-channel vectors (the channels step) -----------
+# the walks (outer, groups, inner, block) of the layouts a blob has in the plan: plain (one
+# channel per run), channels-last (a vector per row), oneDNN's blocked ones (padding channels
+# included), a run longer than a chunk, short odd ones
+WALKS = [(1, 5, 37, 1), (37, 1, 1, 5), (1, 3, 21, 16), (1, 2, 5000, 1), (300, 1, 1, 33), (1, 40, 600, 4)]
+# (op, activation, its params, with a bias)
+CHANNEL_OPS = [(0, 0, (0, 0), False)] + [
+    (op, act, params, bias)
+    for op in (1, 2)
+    for act, params in (
+        [(0, (0, 0))] if op == 1 else [(0, (0, 0)), (1, (0, 0)), (2, (0.1, 0)), (3, (-0.5, 0.7))]
+    )
+    for bias in (False, True)
+]
+
+
+def _channels_ref(op, x, s, b, so, act, params):
+    """The numpy layers' arithmetic with the per-element coefficients ``s`` / ``b`` / ``so``."""
+    if op == 0:
+        return float2int8(np.multiply(x, s, dtype=np.float32))
+    v = dequantize(x, s, b)
+    fused_activation(v, act, np.array(params, np.float32))
+    return v if op == 1 else float2int8(np.multiply(v, so, dtype=np.float32))
+
+
+@pytest.mark.parametrize("scalar", [False, True], ids=["simd", "scalar"])
+@pytest.mark.parametrize("op,act,params,with_bias", CHANNEL_OPS, ids=str)
+@pytest.mark.parametrize("walk", WALKS, ids=str)
+def test_channels_step_is_the_numpy_form(walk, op, act, params, with_bias, scalar):
+    ffi, lib = _kernels()
+    g = np.random.default_rng(list(walk) + [op, act])
+    outer, groups, inner, block = walk
+    n = outer * groups * inner * block
+    # each element's channel: g * block + k of (o, g, i, k)
+    ch = np.broadcast_to(
+        np.arange(groups)[:, None, None] * block + np.arange(block), (outer, groups, inner, block)
+    )
+    ch = ch.ravel()
+    s = (g.random(groups * block) * (100 if op == 0 else 1e-3)).astype(np.float32)
+    b = g.standard_normal(groups * block).astype(np.float32) if with_bias else None
+    so = (g.random(groups * block) * 50).astype(np.float32) if op == 2 else None
+    if op == 0:
+        x = (g.standard_normal(n) * 2).astype(np.float32)
+        x[:9] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e10, -0.0, 0.49999997, -1.5]
+    else:
+        x = g.integers(-(2**28), 2**28, n).astype(np.int32)  # beyond 2^24: the fp32 cast rounds
+        x[:5] = [0, 1, -1, 2**31 - 1, -(2**31)]
+    ref = _channels_ref(
+        op, x, s[ch], None if b is None else b[ch], None if so is None else so[ch], act, params
+    )
+    out = np.empty(n, np.float32 if op == 1 else np.int8)
+
+    def ptr(a):
+        return ffi.NULL if a is None else ffi.cast("const float *", a.ctypes.data)
+
+    fields = dict(outer=outer, groups=groups, inner=inner, block=block, scale=ptr(s), bias=ptr(b))
+    fields.update(scale_out=ptr(so), op=op, act=act, a0=params[0], a1=params[1])
+    lib.ncnnc_int8_scalar_only(int(scalar))
+    try:
+        lib.ncnnc_int8_channels(ffi.new("ncnnc_channels_ctx *", fields), _ptrs(ffi, x, out))
+    finally:
+        lib.ncnnc_int8_scalar_only(0)
+    assert np.array_equal(out.view(np.uint8), ref.view(np.uint8)), f"{np.sum(out != ref)} values differ"
+
+
+def _f(*a) -> np.ndarray:
+    return np.asarray(a, np.float32).ravel()
+
+
+def _conv_int8(g, cin: int, cout: int, k: int, requant: bool = False) -> tuple[str, list]:
+    """Convolution params (``0=cout 1=k 4=k//2 5=1 6=.. 8=..``) and weights of an int8 layer."""
+    n = cout * cin * k * k
+    param = f"0={cout} 1={k} 4={k // 2} 5=1 6={n} 8={101 if requant else 1}"
+    w = [(g.standard_normal(n).astype(np.float32), 0), (g.standard_normal(cout).astype(np.float32), 1)]
+    w += [((50 + 50 * g.random(cout)).astype(np.float32), 1), (_f(0.8), 1)]
+    return param, w + ([(_f(3.0), 1)] if requant else [])
+
+
+def _int32(g, shape, hi=2**20) -> np.ndarray:
+    """int32 values as the fp32 bits the harness feeds (as ncnn's int32 Mats)."""
+    x = g.integers(-hi, hi, shape).astype(np.int32)
+    x.reshape(-1)[:4] = [0, 1, -1, 7]
+    return x.view(np.float32)
+
+
+def _net_dequantize(dims: int):
+    g = np.random.default_rng(10 + dims)
+    shape = {1: (37,), 2: (9, 13), 3: (5, 6, 7)}[dims]
+    rows = 1 if dims == 1 else shape[0]  # a 1-D blob takes one scale / bias
+    text = f"""7767517
+3 3
+Input in0 0 1 in0
+Dequantize dq 1 1 in0 dq0 0={rows} 1={rows}
+ReLU relu 1 1 dq0 out0
+"""
+    w = [((g.random(rows) * 1e-3).astype(np.float32), 1), (g.standard_normal(rows).astype(np.float32), 1)]
+    return text, w, [_int32(g, shape, 2**28)], ["out0"]
+
+
+def _net_requantize_conv(act: str):
+    g = np.random.default_rng(20)
+    c = 8
+    conv, cw = _conv_int8(g, c, 6, 3)
+    text = f"""7767517
+5 6
+Input in0 0 1 in0
+Requantize rq 1 1 in0 q 0={c} 1={c} 2={c} {act}
+Split s 1 2 q q0 q1
+Convolution conv 1 1 q0 out0 {conv}
+ConvolutionDepthWise dw 1 1 q1 out1 0={c} 1=3 4=1 5=1 6={c * 9} 7={c} 8=1
+"""
+    w = [((g.random(c) * 2e-3).astype(np.float32), 1), ((40 + 20 * g.random(c)).astype(np.float32), 1)]
+    w += [(g.standard_normal(c).astype(np.float32), 1)] + cw
+    w += [(g.standard_normal(c * 9).astype(np.float32), 0), (g.standard_normal(c).astype(np.float32), 1)]
+    w += [((50 + 50 * g.random(c)).astype(np.float32), 1), (_f(0.8), 1)]
+    return text, w, [_int32(g, (c, 9, 7), 2**16)], ["out0", "out1"]
+
+
+def _net_requantize_innerproduct():
+    g = np.random.default_rng(21)
+    n, m = 48, 10
+    text = f"""7767517
+3 3
+Input in0 0 1 in0
+Requantize rq 1 1 in0 q 0=1 1=1 2=1 3=3 -23304=2,-20.0,20.0
+InnerProduct ip 1 1 q out0 0={m} 1=1 2={n * m} 8=1
+"""
+    w = [(_f(2e-3), 1), (_f(5.0), 1), (_f(0.25), 1)]
+    w += [(g.standard_normal(n * m).astype(np.float32), 0), (g.standard_normal(m).astype(np.float32), 1)]
+    w += [((50 + 50 * g.random(m)).astype(np.float32), 1), (_f(0.9), 1)]
+    return text, w, [_int32(g, (n,), 2**14)], ["out0"]
+
+
+def _net_quantize_per_channel(pool: str):
+    # a native max pooling (exact: an int8 layer may quantize its output natively) before a
+    # per-channel Quantize into an int8 convolution
+    g = np.random.default_rng(22)
+    c = 20
+    conv, cw = _conv_int8(g, c, 6, 3, requant=False)
+    text = f"""7767517
+4 4
+Input in0 0 1 in0
+Pooling p 1 1 in0 p0 0=0 {pool}
+Quantize qz 1 1 p0 q 0={c}
+Convolution conv 1 1 q out0 {conv}
+"""
+    w = [((10 + 30 * g.random(c)).astype(np.float32), 1)] + cw
+    return text, w, [g.standard_normal((c, 11, 9)).astype(np.float32)], ["out0"]
+
+
+def _net_quantize_after_int8():
+    # an int8 convolution's fp32 top (channels-last in the plan), quantized per channel into
+    # another int8 convolution
+    g = np.random.default_rng(23)
+    c = 12
+    conv0, w0 = _conv_int8(g, 16, c, 3)
+    conv1, w1 = _conv_int8(g, c, 6, 1)
+    text = f"""7767517
+4 4
+Input in0 0 1 in0
+Convolution c0 1 1 in0 f0 {conv0}
+Quantize qz 1 1 f0 q 0={c}
+Convolution c1 1 1 q out0 {conv1}
+"""
+    w = w0 + [((0.2 + 0.3 * g.random(c)).astype(np.float32), 1)] + w1
+    return text, w, [g.standard_normal((16, 10, 9)).astype(np.float32)], ["out0"]
+
+
+CHANNEL_NETS = {
+    "dequantize-1d": lambda: _net_dequantize(1),
+    "dequantize-2d": lambda: _net_dequantize(2),
+    "dequantize-3d": lambda: _net_dequantize(3),
+    "requantize-conv": lambda: _net_requantize_conv(""),
+    "requantize-leaky-conv": lambda: _net_requantize_conv("3=2 -23304=1,0.1"),
+    "requantize-clip-innerproduct": _net_requantize_innerproduct,
+    "quantize-per-channel": lambda: _net_quantize_per_channel("1=3 2=1 3=1"),
+    "quantize-per-channel-strided": lambda: _net_quantize_per_channel("1=2 2=2"),
+    "quantize-per-channel-channels-last": _net_quantize_after_int8,
+}
+
+
+def _run_text(text: str, blob: bytes, inputs, outputs, native: bool, threads: int = 1):
+    net = ncnn_c.Net()
+    net.opt.use_int8_inference = True
+    net.opt.num_threads = threads
+    net.native_plan = native
+    assert net.load_param_mem(text) == 0 and net.load_model_mem(blob) == 0
+    got = []
+    for _ in range(2 if native else 1):  # native: recorded (numpy, checked), then the plan
+        with net.create_extractor() as ex:
+            for i, x in enumerate(inputs):
+                assert ex.input(f"in{i}", ncnn_c.Mat(x)) == 0
+            got = []
+            for n in outputs:
+                ret, m = ex.extract(n)
+                assert ret == 0, n
+                got.append(np.array(m.numpy(), copy=True))
+    return net, got
+
+
+@pytest.mark.parametrize("name", list(CHANNEL_NETS))
+def test_per_channel_int8_layers_run_natively(name):
+    from oracle import make_bin, oracle_outputs
+
+    text, weights_, inputs, outputs = CHANNEL_NETS[name]()
+    blob = make_bin(weights_)
+    _, ref = _run_text(text, blob, inputs, outputs, native=False)
+    for threads in (1, 2):
+        net, got = _run_text(text, blob, inputs, outputs, native=True, threads=threads)
+        plan = _only_plan(net)
+        numpy_layers = [net._view.layers[s.layer].type for s in plan.segments if s.layer >= 0]
+        assert not numpy_layers and len(plan.segments) == 1, numpy_layers
+        for a, r, n in zip(got, ref, outputs, strict=True):
+            assert np.std(r) > 0, f"{n}: a dead signal proves nothing"
+            assert np.array_equal(a.view(np.uint32), r.view(np.uint32)), (
+                f"{n}: {np.sum(a != r)} values differ"
+            )
+    ret, oracle = oracle_outputs(text, blob, inputs, len(outputs))
+    assert ret == 0
+    for a, r, n in zip(got, oracle, outputs, strict=True):
+        assert rel_l2(a, r) <= 1e-5, f"{n}: {rel_l2(a, r):.3g} from the PyPI ncnn"

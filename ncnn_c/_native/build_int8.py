@@ -1,6 +1,7 @@
 """Builds ``ncnn_c/_native/_int8*.so``: ncnn's int8 arithmetic (quantize, dequantize with
 bias and activation, requantize) as steps of the native CPU plan, around oneDNN's int8
-convolutions and inner products (``ncnn_c/net/native/ops/int8.py``).
+convolutions and inner products, and the Quantize / Dequantize / Requantize layers with
+per-channel vectors (``ncnn_c/net/native/ops/int8.py``).
 
 The steps run inside ``plan.c``'s run (a step that is a C function instead of a primitive),
 so their OpenMP loops use the thread count that run set. Like ``_plan`` the extension is not

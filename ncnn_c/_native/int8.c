@@ -9,7 +9,14 @@
      (pixels x channels): (float)(acc * scale_in[c] + bias[c]) computed in double as numpy does
      (the product is exact there, so only the sum and the cast round), ncnn's fused activation
      (none, ReLU, LeakyReLU, Clip), then either fp32 out or, with a top scale,
-     float2int8(v * top_scale) out (ncnn's requantize).
+     float2int8(v * top_scale) out (ncnn's requantize);
+   * channels: the Quantize / Dequantize / Requantize layers with a scale (bias, output scale)
+     per channel, in any layout of their blob: memory seen as [outer][groups][inner][block]
+     where the element (o, g, i, k) belongs to channel g * block + k (plain: groups = channels,
+     block 1; channels-last: block = channels; oneDNN's blocked aBcd16b: block 16), each op in
+     the numpy layer's operations: quantize float2int8(x * scale[c]); dequantize
+     (float)((double)(float)acc * scale_in[c] + bias[c]); requantize that, activated, then
+     float2int8(v * scale_out[c]) in fp32.
 
    A step is called by plan.c with its context and its memories' data pointers; the loops are
    OpenMP's, with the thread count plan.c set for the run. Each loop has an AVX-512 body
@@ -34,6 +41,23 @@ typedef struct {
     float a0, a1;       /* its params */
     float top_scale;    /* > 0: requantize to int8 with it; 0: fp32 out */
 } ncnnc_dequantize_ctx;
+
+typedef struct {
+    int64_t outer, groups, inner, block; /* the layout: see the top of the file */
+    const float *scale;     /* per channel (groups * block): quantize's scale, or scale_in */
+    const float *bias;      /* per channel, or NULL */
+    const float *scale_out; /* requantize: per channel */
+    int op;                 /* 0 quantize f32 -> s8, 1 dequantize s32 -> f32, 2 requantize s32 -> s8 */
+    int act;                /* as ncnnc_dequantize_ctx */
+    float a0, a1;
+} ncnnc_channels_ctx;
+
+static int scalar_only; /* tests: run the portable bodies on an AVX-512 CPU too */
+
+void ncnnc_int8_scalar_only(int on)
+{
+    scalar_only = on;
+}
 
 static inline int8_t float2int8(float v)
 {
@@ -79,32 +103,43 @@ AVX512 static void quantize_avx512(const float *src, int8_t *dst, int64_t n, flo
     }
 }
 
+/* (float)((double)f * si + b) in 16 lanes: the product is exact in double, the sum and the cast
+   round, as the scalar (float)(p + (double)b) */
+AVX512 static inline __m512 dq16(__m512 f, __m512 si, const __m512 *b)
+{
+    __m512d lo = _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(f)), _mm512_cvtps_pd(_mm512_castps512_ps256(si)));
+    __m512d hi = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))),
+                               _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(si), 1))));
+    if (b) {
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(*b)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(*b), 1))));
+    }
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+}
+
+AVX512 static inline __m512 act16(__m512 v, int act, float a0, float a1)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    switch (act) {
+    case 1: /* max(0, v) keeps a NaN, as numpy's maximum */
+        return _mm512_max_ps(zero, v);
+    case 2:
+        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, _mm512_set1_ps(a0));
+    case 3:
+        v = _mm512_max_ps(_mm512_set1_ps(a0), v);
+        return _mm512_min_ps(_mm512_set1_ps(a1), v);
+    default:
+        return v;
+    }
+}
+
 /* 16 channels from j: (float)((double)(float)acc * scale_in + bias), activated */
 AVX512 static inline __m512 dequantize_16(const ncnnc_dequantize_ctx *c, const int32_t *acc, int64_t j, __mmask16 m)
 {
     __m512 f = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
     __m512 si = _mm512_maskz_loadu_ps(m, c->scale_in + j);
-    __m512d lo = _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(f)), _mm512_cvtps_pd(_mm512_castps512_ps256(si)));
-    __m512d hi = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))),
-                               _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(si), 1))));
-    if (c->bias) {
-        __m512 b = _mm512_maskz_loadu_ps(m, c->bias + j);
-        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(b)));
-        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))));
-    }
-    __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
-    const __m512 zero = _mm512_setzero_ps();
-    switch (c->act) {
-    case 1: /* max(0, v) keeps a NaN, as numpy's maximum */
-        return _mm512_max_ps(zero, v);
-    case 2:
-        return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, _mm512_set1_ps(c->a0));
-    case 3:
-        v = _mm512_max_ps(_mm512_set1_ps(c->a0), v);
-        return _mm512_min_ps(_mm512_set1_ps(c->a1), v);
-    default:
-        return v;
-    }
+    __m512 b = c->bias ? _mm512_maskz_loadu_ps(m, c->bias + j) : _mm512_setzero_ps();
+    return act16(dq16(f, si, c->bias ? &b : 0), c->act, c->a0, c->a1);
 }
 
 AVX512 static void dequantize_avx512(const ncnnc_dequantize_ctx *c, const int32_t *acc, float *out, int8_t *out8)
@@ -127,7 +162,34 @@ static int has_avx512(void)
     if (known < 0)
         known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    return known;
+    return known && !scalar_only;
+}
+
+/* 16 lanes of a coefficient: per element (vec) or one for the run */
+AVX512 static inline __m512 coef16(const float *a, int64_t at, int vec, __mmask16 m)
+{
+    return vec ? _mm512_maskz_loadu_ps(m, a + at) : _mm512_set1_ps(a[at]);
+}
+
+AVX512 static void channels_run_avx512(const ncnnc_channels_ctx *c, const void *src, void *dst, int64_t n, int64_t ch, int vec)
+{
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+        const int64_t at = vec ? ch + j : ch;
+        const __m512 s = coef16(c->scale, at, vec, m);
+        if (c->op == 0) {
+            __m512 x = _mm512_maskz_loadu_ps(m, (const float *)src + j);
+            _mm_mask_storeu_epi8((int8_t *)dst + j, m, float2int8_16(_mm512_mul_ps(x, s)));
+            continue;
+        }
+        __m512 f = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, (const int32_t *)src + j));
+        __m512 b = c->bias ? coef16(c->bias, at, vec, m) : _mm512_setzero_ps();
+        __m512 v = act16(dq16(f, s, c->bias ? &b : 0), c->act, c->a0, c->a1);
+        if (c->op == 1)
+            _mm512_mask_storeu_ps((float *)dst + j, m, v);
+        else
+            _mm_mask_storeu_epi8((int8_t *)dst + j, m, float2int8_16(_mm512_mul_ps(v, coef16(c->scale_out, at, vec, m))));
+    }
 }
 #else
 #define HAVE_AVX512 0
@@ -206,4 +268,53 @@ void ncnnc_int8_dequantize(const void *ctx, void *const *ptrs)
 #pragma omp parallel for schedule(static) if (pixels * ch > CHUNK)
     for (int64_t p = 0; p < pixels; p++)
         dequantize_row(c, src + p * ch, dst ? dst + p * ch : 0, dst8 ? dst8 + p * ch : 0);
+}
+
+/* n elements of one run: channel ch + j of element j (vec), or channel ch for all of them */
+static void channels_run(const ncnnc_channels_ctx *c, const void *src, void *dst, int64_t n, int64_t ch, int vec)
+{
+#if HAVE_AVX512
+    if (has_avx512()) {
+        channels_run_avx512(c, src, dst, n, ch, vec);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t k = vec ? ch + j : ch;
+        if (c->op == 0) {
+            ((int8_t *)dst)[j] = float2int8(((const float *)src)[j] * c->scale[k]);
+            continue;
+        }
+        double p = (double)(float)((const int32_t *)src)[j] * (double)c->scale[k];
+        float v = c->bias ? (float)(p + (double)c->bias[k]) : (float)p;
+        v = activate(v, c->act, c->a0, c->a1);
+        if (c->op == 1)
+            ((float *)dst)[j] = v;
+        else
+            ((int8_t *)dst)[j] = float2int8(v * c->scale_out[k]);
+    }
+}
+
+void ncnnc_int8_channels(const void *ctx, void *const *ptrs)
+{
+    const ncnnc_channels_ctx *c = (const ncnnc_channels_ctx *)ctx;
+    const char *src = (const char *)ptrs[0];
+    char *dst = (char *)ptrs[1];
+    const size_t in_size = 4, out_size = c->op == 1 ? 4 : 1; /* f32 / s32 in */
+    const int64_t block = c->block, row = c->inner * block, rows = c->outer * c->groups;
+    /* a row (one (o, g)) in pieces of whole blocks, about CHUNK elements each */
+    const int64_t piece = CHUNK / block > 0 ? CHUNK / block * block : block;
+    const int64_t pieces = (row + piece - 1) / piece;
+#pragma omp parallel for schedule(static) if (rows * row > CHUNK)
+    for (int64_t u = 0; u < rows * pieces; u++) {
+        const int64_t r = u / pieces, start = u % pieces * piece;
+        const int64_t len = row - start < piece ? row - start : piece;
+        const int64_t g = r % c->groups, at = r * row + start;
+        if (block == 1) {
+            channels_run(c, src + at * in_size, dst + at * out_size, len, g, 0);
+            continue;
+        }
+        for (int64_t i = 0; i < len; i += block)
+            channels_run(c, src + (at + i) * in_size, dst + (at + i) * out_size, block, g * block, 1);
+    }
 }

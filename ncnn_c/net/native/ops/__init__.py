@@ -7,7 +7,8 @@ the layers of ``chain`` it took in. A type missing here is always numpy.
 
 * ``conv``: Convolution, ConvolutionDepthWise, Deconvolution(DepthWise), InnerProduct,
   and the fusions around them (folded affine layers, post-ops, zero padding).
-* ``int8``: those of them with ``int8_scale_term`` (quantize, int32 sums, dequantize).
+* ``int8``: those of them with ``int8_scale_term`` (quantize, int32 sums, dequantize), and
+  Quantize, Dequantize, Requantize.
 * ``eltwise``: activations, BinaryOp, Eltwise, BatchNorm / Scale / Bias, PReLU.
 * ``reduce``: Pooling, Reduction, Softmax, LRN, Interp.
 * ``shape``: Split / Dropout / Noop, Concat, Flatten / Reshape, ShuffleChannel, Slice,
@@ -63,6 +64,7 @@ BUILDERS: dict[str, Builder] = {
     "Padding": shape.padding,
     "Permute": shape.permute,
     "Quantize": int8.quantize,
+    **dict.fromkeys(("Dequantize", "Requantize"), int8.dequantize_layer),
     "Gemm": transformer.gemm,
     "RMSNorm": transformer.rmsnorm,
     "RotaryEmbed": transformer.rotaryembed,

@@ -26,6 +26,15 @@ becomes a whole int8 step now and then, and random weights carry it to the outpu
 layer whose native form rounds differently (``exact``: LRN, average pooling, BatchNorm, ...)
 stays numpy when an int8 layer reads its output, directly or through exact layers
 (``exact_before_int8`` wraps every builder).
+
+The Quantize, Dequantize and Requantize layers are C steps too (``_native/int8.c``), with one
+scale (bias, output scale) for the blob or one per row / channel (a 1-D blob takes the
+first), in the numpy layers' operations: Quantize ``float2int8(x * scale)`` in the layout its
+bottom has; Dequantize and Requantize read the int32 bits of their bottom (read in from a Mat:
+int32 comes from outside the plan) and give ``(float)((double)acc * scale_in + bias)``, for
+Requantize activated (none, ReLU, LeakyReLU, Clip: the others stay numpy) and
+``float2int8(v * scale_out)``. An int8 top (Quantize, Requantize) stays inside the plan: only
+int8 layers may read it.
 """
 
 from __future__ import annotations
@@ -35,7 +44,18 @@ import weakref
 
 import numpy as np
 
-from ..plan import PLAIN, CSteps, NativePlan, Segment, Unsupported, Value, builtin, dnnl_module, no_reference
+from ..plan import (
+    BLOCK,
+    PLAIN,
+    CSteps,
+    NativePlan,
+    Segment,
+    Unsupported,
+    Value,
+    builtin,
+    dnnl_module,
+    no_reference,
+)
 
 log = logging.getLogger("ncnn_c")
 
@@ -50,7 +70,11 @@ def quantized(layer) -> bool:
     return layer.type in TYPES and bool(getattr(layer, "int8_scale_term", 0))
 
 
-_STEPS = CSteps("_int8", ("ncnnc_int8_quantize", "ncnnc_int8_dequantize"), "int8 layers stay numpy")
+_STEPS = CSteps(
+    "_int8",
+    ("ncnnc_int8_quantize", "ncnnc_int8_dequantize", "ncnnc_int8_channels"),
+    "int8 layers stay numpy",
+)
 kernels, _kernel = _STEPS.get, _STEPS.step
 
 
@@ -87,7 +111,8 @@ EXACT = frozenset(
 
 
 def exact(layer) -> bool:
-    if quantized(layer) or layer.type == "Quantize":  # (int8 layers: with use_int8_inference)
+    # (int8 layers: with use_int8_inference; the three below: _native/int8.c's steps are theirs)
+    if quantized(layer) or layer.type in ("Quantize", "Dequantize", "Requantize"):
         return True
     if layer.type == "Pooling":
         return int(getattr(layer, "pooling_type", 0)) == 0
@@ -143,20 +168,122 @@ def exact_before_int8(build):
 
 
 def quantize(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> None:
-    """A Quantize layer with one scale whose int8 top only int8 layers read: the quantize
-    step (per-channel scales, or a top a numpy layer reads, stay numpy)."""
+    """A Quantize layer whose int8 top only int8 layers read: the quantize step with one scale
+    (a 1-D blob takes the first), the channels step with one per row / channel."""
     scale = np.asarray(layer.scale_data, np.float32).ravel()
     shape = plan.shape(layer.bottoms[0])
-    if shape[5] != 4 or (scale.size != 1 and shape[0] != 1):
-        raise Unsupported("per-channel scales, or not an fp32 blob")
+    if shape[5] != 4 or shape[6] != 1 or shape[0] not in (1, 2, 3):
+        raise Unsupported("not a 1/2/3-D fp32 blob")
     _int8_readers_only(plan, layer.tops[0])
     v = plan.value(seg, layer.bottoms[0])
-    plan.set_top(layer, _quantized(plan, seg, v, scale[0]))
+    if scale.size == 1 or shape[0] == 1:
+        plan.set_top(layer, _quantized(plan, seg, v, scale[0]))
+        return
+    v, walk, tag = _walk(plan, seg, v, shape)
+    out = plan.new_value(plan.dnnl.md(v.md.dims, tag, dtype="s8"), plan.shape(layer.tops[0]))
+    _channels(plan, seg, v, out, walk, 0, {"scale": _per_channel(scale, shape, walk, "scale_data")})
+    plan.set_top(layer, out)
+
+
+def dequantize_layer(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> None:
+    """A Dequantize (fp32 top) or Requantize (int8 top, read by int8 layers only) of an int32
+    blob: the channels step."""
+    requant = layer.type == "Requantize"
+    shape, top_shape = plan.shape(layer.bottoms[0]), plan.shape(layer.tops[0])
+    if shape[5] != 4 or shape[6] != 1 or shape[0] not in (1, 2, 3):
+        raise Unsupported("not a 1/2/3-D int32 blob")
+    if top_shape[5] != (1 if requant else 4):
+        raise Unsupported("the recorded top is not of the element type the layer gives")
+    act, params = 0, [0.0, 0.0]
+    if requant:
+        act = int(layer.activation_type)
+        if act not in ACTIVATIONS:
+            raise Unsupported(f"activation type {act} after requantize's dequantize")
+        params = [float(v) for v in np.asarray(layer.activation_params, np.float32).ravel()[:2]]
+        params += [0.0] * (2 - len(params))
+        _int8_readers_only(plan, layer.tops[0])
+    scale_in = layer.scale_in_data if requant else layer.scale_data
+    bias = getattr(layer, "bias_data", None)
+    v, walk, tag = _walk(plan, seg, plan.value(seg, layer.bottoms[0]), shape)
+    vectors = {"scale": _per_channel(scale_in, shape, walk, "scale_in_data" if requant else "scale_data")}
+    if bias is not None:
+        vectors["bias"] = _per_channel(bias, shape, walk, "bias_data")
+    if requant:
+        vectors["scale_out"] = _per_channel(layer.scale_out_data, shape, walk, "scale_out_data")
+    out = plan.new_value(plan.dnnl.md(v.md.dims, tag, dtype="s8" if requant else "f32"), top_shape)
+    _channels(plan, seg, v, out, walk, 2 if requant else 1, vectors, act, params)
+    plan.set_top(layer, out)
+
+
+def _walk(plan: NativePlan, seg: Segment, v: Value, shape: tuple) -> tuple[Value, tuple[int, ...], str]:
+    """``v`` with its blob's canonical dims ((1, w), (1, rows, w), (1, c, h, w)) in a dense
+    layout (a copy into the plain one where it has none), how the channels step walks it
+    ((outer, groups, inner, block): the element (o, g, i, k) is of channel g * block + k; a
+    1-D blob is one channel) and its format tag."""
+    v = plan.canon(seg, v)
+    tag = plan.tag_of(v.md)
+    if tag is None:
+        v = plan.plain(seg, v)
+        tag = PLAIN[len(v.md.dims)]
+    dims = v.md.dims
+    rest = int(np.prod(dims[2:], dtype=np.int64))
+    if shape[0] == 1:
+        return v, (1, 1, dims[1], 1), tag
+    c = dims[1]
+    if tag == PLAIN[len(dims)]:
+        return v, (1, c, rest, 1), tag
+    if tag in ("acdb", "acb"):
+        return v, (rest, 1, 1, c), tag
+    blk = BLOCK[tag]
+    return v, (1, -(-c // blk), rest, blk), tag
+
+
+def _per_channel(values, shape: tuple, walk: tuple[int, ...], what: str) -> np.ndarray:
+    """A layer's vector (1 value, or one per row / channel; a 1-D blob reads the first) as
+    one fp32 value per channel of the walk, the blocked layouts' padding channels 0."""
+    v = np.asarray(values, np.float32).ravel()
+    _, groups, _, block = walk
+    rows = 1 if shape[0] == 1 else (shape[2] if shape[0] == 2 else shape[4])
+    if v.size not in (1, rows) and shape[0] != 1:
+        raise Unsupported(f"{what} has {v.size} values for {rows} rows / channels")
+    out = np.zeros(groups * block, np.float32)
+    out[:rows] = v[0] if v.size == 1 or shape[0] == 1 else v
+    return out
+
+
+def _channels(plan, seg, src: Value, out: Value, walk, op: int, vectors: dict, act=0, params=(0.0, 0.0)):
+    """The channels step ``op`` (0 quantize, 1 dequantize, 2 requantize) from ``src`` into
+    ``out`` (the same layout), with the per-channel ``vectors`` (scale, bias, scale_out)."""
+    got = kernels()
+    if got is None:
+        raise Unsupported("the _int8 extension is not built")
+    ffi = got[0]
+    outer, groups, inner, block = walk
+
+    def ptr(name: str):
+        a = vectors.get(name)
+        return ffi.NULL if a is None else ffi.cast("const float *", a.ctypes.data)
+
+    fields = {
+        "outer": outer,
+        "groups": groups,
+        "inner": inner,
+        "block": block,
+        "scale": ptr("scale"),
+        "bias": ptr("bias"),
+        "scale_out": ptr("scale_out"),
+        "op": op,
+        "act": act,
+        "a0": params[0],
+        "a1": params[1],
+    }
+    k = _kernel("ncnnc_int8_channels", "ncnnc_channels_ctx *", fields, tuple(vectors.values()))
+    _step(plan, seg, k, [src, out])
 
 
 def _int8_readers_only(plan: NativePlan, blob: int) -> None:
     """An int8 top never leaves the plan as a Mat: every reader must be an int8 layer (through
-    Splits), and it must not be an output."""
+    Splits) that takes a blob of its rank natively, and it must not be an output."""
     if blob in plan.outputs:
         raise Unsupported("an int8 output")
     for layer in plan.layers:
@@ -167,6 +294,9 @@ def _int8_readers_only(plan: NativePlan, blob: int) -> None:
                 _int8_readers_only(plan, t)
         elif not (quantized(layer) and builtin(layer)):
             raise Unsupported(f"int8 top read by {layer.type} {layer.name!r}")
+        elif plan.shape(blob)[0] not in ((1, 3) if layer.type == "InnerProduct" else (3,)):
+            # its int8 form would be numpy, and an int8 value cannot be written out to it
+            raise Unsupported(f"{layer.type} {layer.name!r} has no native form for this int8 blob's rank")
 
 
 def _int8_input(plan: NativePlan, seg: Segment, blob: int, scale: np.float32, want) -> Value:
