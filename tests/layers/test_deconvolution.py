@@ -1,6 +1,10 @@
-"""Deconvolution against the PyPI ncnn oracle: geometry, pads, output size, activations, dynamic weights.
+"""Deconvolution against the PyPI ncnn oracle: geometry, strides, dilations, every crop form
+(pads, output_pad, output_w/output_h with SAME pads), output size, bias on/off, activations,
+fp16 weights, each case on every backend (oracle.backends: the CPU, and the GPU option grid,
+where (inch, outch) pick every packing form); then the CPU's dynamic weights and an independent
+numpy definition, the GPU's bottom in the other packing, and bad inputs.
 
-The case builder is shared with test_deconvolution_vulkan.py."""
+The case builder is shared with test_deconvolutiondepthwise.py."""
 
 from __future__ import annotations
 
@@ -8,7 +12,21 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, randn, rng, run_layer
+from oracle import (
+    GPU_GRID,
+    assert_close,
+    backends,
+    check,
+    check_layer,
+    make_bin,
+    randn,
+    rng,
+    run_layer,
+    run_ncnn,
+    run_net_gpu,
+)
+
+from ncnn_c.layer.vulkan.deconvolution_vulkan import Deconvolution_vulkan
 
 ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
 
@@ -30,6 +48,38 @@ def with_activation(extra, act):
     return {**extra, 9: act, **({10: values} if values is not None else {})}
 
 
+class PackSet(set):
+    arrived: set[int]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = set()
+
+
+@pytest.fixture
+def packs(monkeypatch):
+    """The (bottom elempack the shader read, top elempack) of every GPU forward, and in
+    ``packs.arrived`` the elempacks the bottoms came in."""
+    seen = PackSet()
+    forward = Deconvolution_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        seen.arrived.add(bottom.elempack)
+        ret = forward(self, bottom, top, cmd, opt)
+        seen.add((4 if self._in_pack4 else 1, top.elempack))
+        return ret
+
+    monkeypatch.setattr(Deconvolution_vulkan, "forward_vk", spy)
+    return seen
+
+
+def assert_packs(backend, packs, packed) -> None:
+    """On a GPU set the shader ran with elempacks ``packed`` when packing is on, 1 -> 1 if not."""
+    if backend != "cpu":
+        assert packs == {packed if GPU_GRID[backend[3:]]["use_packing_layout"] else (1, 1)}
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
 @pytest.mark.parametrize(
     "kw,kh,extra",
     [
@@ -45,52 +95,94 @@ def with_activation(extra, act):
         (5, 3, {3: 1, 4: 2, 14: 1}),
     ],
 )
-def test_geometry(kw, kh, extra):
-    for bias in (True, False):
-        params, weights, inputs = deconv_case(5, 4, kw, kh, 7, 13, extra, bias)
-        errs = check_layer("Deconvolution", params, weights, inputs)
-        assert max(errs.values()) <= 1e-5
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_geometry(kw, kh, extra, bias, backend):
+    params, weights, inputs = deconv_case(5, 4, kw, kh, 7, 13, extra, bias)
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
+# (inch, outch) and the (in, out) elempacks the GPU runs them with when packing is on
+PACKINGS = {(3, 5): (1, 1), (8, 8): (4, 4), (4, 9): (4, 1), (3, 8): (1, 4)}
+# (kw, kh, extra): strides, dilations, every crop form; test_deconvolutiondepthwise.py's too
+EXTRAS = [
+    (3, 3, {}),
+    (4, 4, {3: 2, 4: 1}),
+    (3, 2, {3: 2, 13: 3, 2: 2, 12: 1}),
+    (3, 3, {3: 2, 18: 1, 4: 0, 15: 1}),
+    (3, 3, {3: 2, 4: -233, 20: 12, 21: 14}),
+    (3, 3, {3: 2, 4: -234, 20: 13}),
+]
+
+
+@pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)
+@pytest.mark.parametrize("inch,outch", list(PACKINGS), ids=str)
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_packings(inch, outch, kw, kh, extra, backend, packs):
+    check(backend, "Deconvolution", *deconv_case(inch, outch, kw, kh, 7, 6, extra))
+    assert_packs(backend, packs, PACKINGS[inch, outch])
+
+
+@pytest.mark.parametrize("form", ["output_h", "output_h=output_w"])
 @pytest.mark.parametrize(
     "pad,out_w,out_h",
     [(-233, 14, 14), (-233, 15, 12), (-234, 14, 14), (-234, 15, 12), (-233, 27, 15), (-234, 20, 9)],
 )
-def test_same_output_size(pad, out_w, out_h):
-    params, weights, inputs = deconv_case(3, 2, 3, 3, 7, 13, {3: 2, 4: pad, 20: out_w, 21: out_h})
-    check_layer("Deconvolution", params, weights, inputs)
-    # output_h defaults to output_w
-    params, weights, inputs = deconv_case(3, 2, 3, 3, 13, 13, {3: 2, 4: pad, 20: out_w})
-    check_layer("Deconvolution", params, weights, inputs)
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_same_output_size(pad, out_w, out_h, form, backend):
+    if form == "output_h":
+        params, weights, inputs = deconv_case(3, 2, 3, 3, 7, 13, {3: 2, 4: pad, 20: out_w, 21: out_h})
+    else:  # output_h defaults to output_w
+        params, weights, inputs = deconv_case(3, 2, 3, 3, 13, 13, {3: 2, 4: pad, 20: out_w})
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
-def test_same_pads_without_output_size_keep_full():
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_same_pads_without_output_size_keep_full(backend):
     params, weights, inputs = deconv_case(3, 2, 3, 3, 5, 6, {3: 2, 4: -233})
-    ret, out = run_layer("Deconvolution", params, weights, inputs)
-    assert ret == 0 and out[0].shape == (2, 11, 13)
-    check_layer("Deconvolution", params, weights, inputs)
+    if backend == "cpu":
+        ret, out = run_layer("Deconvolution", params, weights, inputs)
+        assert ret == 0 and out[0].shape == (2, 11, 13)
+    check(backend, "Deconvolution", params, weights, inputs)
+
+
+# (inch, outch, h, w) of the activation cases: the GPU packs (4, 4)
+ACT_SHAPES = [(4, 3, 6, 5), (4, 4, 5, 6), (3, 5, 5, 6)]
 
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
-def test_activation(act, act_params):
-    params, weights, inputs = deconv_case(4, 3, 3, 3, 6, 5, with_activation({3: 2}, act), key=act)
-    check_layer("Deconvolution", params, weights, inputs)
+@pytest.mark.parametrize("shape", ACT_SHAPES, ids=str)
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_activation(act, act_params, shape, backend):
+    inch, outch, h, w = shape
+    params, weights, inputs = deconv_case(inch, outch, 3, 3, h, w, with_activation({3: 2}, act), key=act)
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
 @pytest.mark.parametrize("inch,outch,h,w", [(1, 1, 1, 1), (1, 3, 1, 1), (7, 1, 7, 13), (16, 8, 8, 8)])
-def test_sizes(inch, outch, h, w):
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_sizes(inch, outch, h, w, backend):
     params, weights, inputs = deconv_case(inch, outch, 3, 3, h, w, {3: 2, 4: 1})
-    check_layer("Deconvolution", params, weights, inputs)
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
-def test_large_image():
+@pytest.mark.parametrize("inch,outch", list(PACKINGS), ids=str)
+@pytest.mark.parametrize("shape_hw", [(1, 1), (7, 13), (57, 61)], ids=str)
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_sizes_no_bias(inch, outch, shape_hw, backend):
+    extra = with_activation({3: 2, 4: 1}, 1)
+    check(backend, "Deconvolution", *deconv_case(inch, outch, 4, 4, *shape_hw, extra, bias=False))
+
+
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_large_image(backend):
     params, weights, inputs = deconv_case(3, 2, 4, 4, 227, 227, {3: 2, 4: 1, 9: 1})
-    check_layer("Deconvolution", params, weights, inputs)
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
-def test_fp16_weights():
+@pytest.mark.parametrize("backend", backends("Deconvolution"))
+def test_fp16_weights(backend):
     params, weights, inputs = deconv_case(6, 5, 3, 3, 7, 9, {3: 2}, fp16=True)
-    check_layer("Deconvolution", params, weights, inputs)
+    check(backend, "Deconvolution", params, weights, inputs)
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -144,3 +236,32 @@ def test_bad_inputs(caplog):
     _rejects(caplog, dyn, [], [inputs[0]], "inputs")
     _rejects(caplog, dyn, [], [inputs[0], np.zeros((3, 2, 9), np.float32)], "4-D")
     _rejects(caplog, dyn, [], [inputs[0], np.zeros((2, 2, 3, 3), np.float32)], "input channels")
+
+
+@pytest.mark.gpu
+def test_bottom_in_other_packing(packs):
+    """A grouped DeconvolutionDepthWise whose groups hold 2 outputs writes 4 channels as
+    elempack 1; the packed Deconvolution after it converts that bottom to elempack 4 first."""
+    g = rng("deconv-after-grouped")
+    param = (
+        "\n".join(
+            [
+                "7767517",
+                "3 3",
+                "Input in0 0 1 in0 0=9 1=7 2=8",
+                "DeconvolutionDepthWise dw 1 1 in0 d0 0=4 1=1 5=0 6=16 7=2",
+                "Deconvolution op 1 1 d0 out0 0=4 1=3 3=2 4=1 5=1 6=144",
+            ]
+        )
+        + "\n"
+    )
+    weights = make_bin([randn(g, 16), randn(g, 144), (randn(g, 4), 1)])
+    x = randn(g, (8, 7, 9))
+    ret, ref = run_ncnn(param, weights, [x])
+    assert ret == 0
+    for name in ("fp32-pack", "fp16s-pack", "fp16pa-pack"):
+        ret, got = run_net_gpu(param, weights, [x], **GPU_GRID[name])
+        assert ret == 0
+        assert_close(got[0], ref[0], 1e-2 if "fp16" in name else 1e-4, name)
+    assert packs == {(4, 1), (4, 4)}
+    assert packs.arrived == {1, 4}

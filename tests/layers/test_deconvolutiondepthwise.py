@@ -1,6 +1,8 @@
-"""DeconvolutionDepthWise against the PyPI ncnn oracle: depthwise and grouped forms.
-
-The geometry list and case builder are shared with test_deconvolutiondepthwise_vulkan.py."""
+"""DeconvolutionDepthWise against the PyPI ncnn oracle: depthwise, channel multipliers,
+grouped forms, one group; strides, dilations, every crop form, bias on/off, activations, fp16
+weights, each case on every backend (oracle.backends: the CPU, and the GPU option grid, where
+the groupings pick every packing form: a group's inputs and outputs divisible by 4 or not);
+then the CPU's dynamic weights, the GPU's many-channel upsampling, and bad inputs."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, randn, rng, run_layer
-from test_deconvolution import ACTIVATIONS, with_activation
+from oracle import GPU_GRID, backends, check, check_layer, check_layer_gpu, randn, rng, run_layer
+from test_deconvolution import ACTIVATIONS, EXTRAS, with_activation
+
+from ncnn_c.layer.vulkan.deconvolution_vulkan import Deconvolution_vulkan
 
 
 def deconvdw_case(inch, outch, group, kw, kh, h, w, extra, bias=True, fp16=False, key=()):
@@ -23,45 +27,86 @@ def deconvdw_case(inch, outch, group, kw, kh, h, w, extra, bias=True, fp16=False
     return params, weights, [x]
 
 
-# (kw, kh, extra): strides, dilations, every crop form (pads, output_pad, output_w/output_h
-# with SAME pads); the GPU tests of both deconvolutions run them too
-EXTRAS = [
-    (3, 3, {}),
-    (4, 4, {3: 2, 4: 1}),
-    (3, 2, {3: 2, 13: 3, 2: 2, 12: 1}),
-    (3, 3, {3: 2, 18: 1, 4: 0, 15: 1}),
-    (3, 3, {3: 2, 4: -233, 20: 12, 21: 14}),
-    (3, 3, {3: 2, 4: -234, 20: 13}),
-]
-# (inch, outch, group): depthwise, depthwise with a multiplier, grouped, grouped shrinking, one group
-GROUPINGS = [(6, 6, 6), (4, 8, 4), (6, 12, 3), (8, 4, 2), (3, 5, 1), (1, 1, 1)]
+# (inch, outch, group) -> the (in, out) elempacks the GPU shader runs with packing on:
+# depthwise packed and not, a channel multiplier, grouped pack1to4 / pack4to1 / pack4,
+# groups of 2 channels in a packable blob (converted to elempack 1), one group
+GROUPINGS = {
+    (6, 6, 6): (1, 1),
+    (4, 8, 4): (1, 1),
+    (6, 12, 3): (1, 4),
+    (8, 4, 2): (4, 1),
+    (3, 5, 1): (1, 1),
+    (1, 1, 1): (1, 1),
+    (8, 8, 8): (4, 4),
+    (16, 8, 2): (4, 4),
+    (8, 8, 4): (1, 1),
+}
 
 
-@pytest.mark.parametrize("inch,outch,group", GROUPINGS)
-@pytest.mark.parametrize("kw,kh,extra", EXTRAS)
-def test_groups(inch, outch, group, kw, kh, extra):
-    for bias in (True, False):
-        params, weights, inputs = deconvdw_case(inch, outch, group, kw, kh, 7, 6, extra, bias)
-        check_layer("DeconvolutionDepthWise", params, weights, inputs)
+@pytest.fixture
+def packs(monkeypatch):
+    """The (bottom elempack the shader read, top elempack) of every GPU forward."""
+    seen: set[tuple[int, int]] = set()
+    forward = Deconvolution_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        ret = forward(self, bottom, top, cmd, opt)
+        seen.add((4 if self._in_pack4 else 1, top.elempack))
+        return ret
+
+    monkeypatch.setattr(Deconvolution_vulkan, "forward_vk", spy)
+    return seen
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("kw,kh,extra", EXTRAS, ids=str)
+@pytest.mark.parametrize("inch,outch,group", list(GROUPINGS), ids=str)
+@pytest.mark.parametrize("backend", backends("DeconvolutionDepthWise"))
+def test_groups(inch, outch, group, kw, kh, extra, bias, backend, packs):
+    check(backend, "DeconvolutionDepthWise", *deconvdw_case(inch, outch, group, kw, kh, 7, 6, extra, bias))
+    if backend != "cpu":
+        packed = GPU_GRID[backend[3:]]["use_packing_layout"]
+        assert packs == {GROUPINGS[inch, outch, group] if packed else (1, 1)}
 
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
-def test_activation(act, act_params):
+@pytest.mark.parametrize("grouping", [(4, 4, 4), (4, 6, 2), (3, 3, 3), (8, 8, 2)], ids=str)
+@pytest.mark.parametrize("backend", backends("DeconvolutionDepthWise"))
+def test_activation(act, act_params, grouping, backend):
     extra = with_activation({3: 2}, act)
-    for inch, outch, group in ((4, 4, 4), (4, 6, 2)):
-        params, weights, inputs = deconvdw_case(inch, outch, group, 3, 3, 5, 6, extra, key=act)
-        check_layer("DeconvolutionDepthWise", params, weights, inputs)
+    params, weights, inputs = deconvdw_case(*grouping, 3, 3, 5, 6, extra, key=act)
+    check(backend, "DeconvolutionDepthWise", params, weights, inputs)
 
 
-def test_sizes():
-    for h, w in ((1, 1), (7, 13), (227, 227)):
-        params, weights, inputs = deconvdw_case(3, 3, 3, 4, 4, h, w, {3: 2, 4: 1, 9: 1})
-        check_layer("DeconvolutionDepthWise", params, weights, inputs)
+# (inch, outch, group, (h, w), bias) of a 4x4 stride 2 upsampling with ReLU: 1-pixel planes,
+# odd sizes, several GPU row tiles per row
+SIZES = [((3, 3, 3), hw, True) for hw in ((1, 1), (7, 13), (227, 227))]
+SIZES += [
+    (grouping, hw, False)
+    for grouping in ((4, 4, 4), (3, 3, 3), (16, 8, 2))
+    for hw in ((1, 1), (7, 13), (57, 61))
+]
 
 
-def test_fp16_weights():
+@pytest.mark.parametrize("case", SIZES, ids=str)
+@pytest.mark.parametrize("backend", backends("DeconvolutionDepthWise"))
+def test_sizes(case, backend):
+    grouping, (h, w), bias = case
+    params, weights, inputs = deconvdw_case(*grouping, 4, 4, h, w, {3: 2, 4: 1, 9: 1}, bias)
+    check(backend, "DeconvolutionDepthWise", params, weights, inputs)
+
+
+@pytest.mark.parametrize("backend", backends("DeconvolutionDepthWise"))
+def test_fp16_weights(backend):
     params, weights, inputs = deconvdw_case(6, 6, 3, 3, 3, 7, 9, {3: 2}, fp16=True)
-    check_layer("DeconvolutionDepthWise", params, weights, inputs)
+    check(backend, "DeconvolutionDepthWise", params, weights, inputs)
+
+
+@pytest.mark.gpu
+def test_benchmark_shape_packed():
+    """The upsampling form of mobilenet_yolo: 4x4 stride 2 depthwise over many channels."""
+    p, w, x = deconvdw_case(64, 64, 64, 4, 4, 13, 13, {3: 2, 4: 1}, bias=False)
+    check_layer_gpu("DeconvolutionDepthWise", p, w, x, grid=["fp32-pack", "fp16s-pack", "fp16sa-pack"])
 
 
 @pytest.mark.parametrize("inch,outch,group", [(6, 6, 6), (6, 4, 2)])

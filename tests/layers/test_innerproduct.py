@@ -1,6 +1,7 @@
-"""InnerProduct against the PyPI ncnn oracle: every input rank, the batched 2-D form, activations.
-
-The case builders are shared with test_innerproduct_vulkan.py."""
+"""InnerProduct against the PyPI ncnn oracle: every input rank flattened, the batched 2-D form,
+every activation, fp16-stored weights, a big head, each case on every backend (oracle.backends:
+the CPU, and the GPU option grid); then the CPU's numpy definition, the GPU's split-K form, and
+bad inputs."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
-
-# -- the cases, shared with test_innerproduct_vulkan.py ------------------------------------------
+from oracle import (
+    GPU_GRID,
+    SHAPES_ALL,
+    backends,
+    check,
+    check_layer_gpu,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net_gpu,
+)
 
 ACTIVATIONS = [(0, None), (1, None), (2, [0.1]), (3, [-0.5, 0.5]), (4, None), (5, None), (6, [0.2, 0.5])]
-# (rows, num_input) of the batched 2-D form, and its num_output values
-BATCHED_ROWS = [(1, 5), (7, 13), (16, 32), (3, 1)]
-BATCHED_OUTPUTS = [1, 10]
 
 
 def case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, key=()):
@@ -32,49 +40,53 @@ def case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, k
     return params, weights, [x]
 
 
-def activation_cases(act, act_params, rows=6):
-    """Activation ``act`` after a flattened (3, 4, 5) input and after a batch of ``rows`` rows."""
-    extra = {9: act, **({10: act_params} if act_params is not None else {})}
-    return [
-        case(shape, 16, extra=extra, num_input=n, key=act)
-        for shape, n in (((3, 4, 5), None), ((rows, 20), 20))
-    ]
+def packed(*shape):
+    """A shape the GPU packs by 4: in the slow run only, with the packed GPU sets (the main
+    run's GPU set, fp32, does not pack)."""
+    return pytest.param(shape, marks=pytest.mark.slow, id=str(shape))
 
 
-# -- the CPU tests -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("shape", SHAPES_ALL)
-@pytest.mark.parametrize("bias", [True, False])
-def test_flatten(shape, bias):
+@pytest.mark.parametrize(
+    "shape", SHAPES_ALL + [packed(8, 5, 7), packed(8, 6), packed(4, 2, 3, 5), packed(12)], ids=str
+)
+@pytest.mark.parametrize("num_output,bias", [(7, True), (7, False), (8, True)], ids=str)
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_flatten(shape, num_output, bias, backend):
     # (a 2-D input flattens too: its weights are of the full rows x columns size)
-    check_layer("InnerProduct", *case(shape, 7, bias))
+    check(backend, "InnerProduct", *case(shape, num_output, bias))
 
 
-@pytest.mark.parametrize("rows,num_input", BATCHED_ROWS)
-@pytest.mark.parametrize("num_output", BATCHED_OUTPUTS)
-def test_batched_rows(rows, num_input, num_output):
+@pytest.mark.parametrize("rows,num_input", [(1, 5), (7, 13), (16, 32), (3, 1), (8, 6)])
+@pytest.mark.parametrize("num_output", [1, 10, 12])
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_batched_rows(rows, num_input, num_output, backend):
     params, weights, inputs = case((rows, num_input), num_output, num_input=num_input)
-    ret, out = run_layer("InnerProduct", params, weights, inputs)
-    assert ret == 0 and out[0].shape == ((rows, num_output) if rows > 1 else (1, num_output))
-    check_layer("InnerProduct", params, weights, inputs)
+    if backend == "cpu":
+        ret, out = run_layer("InnerProduct", params, weights, inputs)
+        assert ret == 0 and out[0].shape == ((rows, num_output) if rows > 1 else (1, num_output))
+    check(backend, "InnerProduct", params, weights, inputs)
 
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
-def test_activation(act, act_params):
-    for params, weights, inputs in activation_cases(act, act_params):
-        check_layer("InnerProduct", params, weights, inputs)
+@pytest.mark.parametrize("shape,num_input", [((3, 4, 5), None), ((6, 20), 20), ((8, 20), 20)], ids=str)
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_activation(act, act_params, shape, num_input, backend):
+    # after a flattened input and after a batch of rows (8 rows: packed with packing on)
+    extra = {9: act, **({10: act_params} if act_params is not None else {})}
+    check(backend, "InnerProduct", *case(shape, 16, extra=extra, num_input=num_input, key=act))
 
 
-def test_fp16_weights():
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_fp16_weights(backend):
     params, weights, inputs = case((8, 6, 6), 12, fp16=True)
-    check_layer("InnerProduct", params, weights, inputs)
+    check(backend, "InnerProduct", params, weights, inputs)
 
 
-def test_large():
+@pytest.mark.parametrize("backend", backends("InnerProduct"))
+def test_large(backend):
     # a VGG-like classifier head, smaller: 512*7*7 inputs
     params, weights, inputs = case((512, 7, 7), 256)
-    check_layer("InnerProduct", params, weights, inputs)
+    check(backend, "InnerProduct", params, weights, inputs)
 
 
 def test_matches_numpy_definition():
@@ -101,3 +113,75 @@ def test_bad_inputs(caplog):
     _rejects(caplog, {**params, 8: 1}, weights, inputs, "int8")
     _rejects(caplog, {**params, 9: 9}, weights, inputs, "activation_type")
     _rejects(caplog, {**params, 9: 6, 10: [0.2]}, weights, inputs, "param 10")
+
+
+@pytest.mark.gpu
+def test_wrong_input_size_fails(caplog):
+    params, weights, _ = case((3, 4, 5), 8)
+    x = np.ones((3, 4, 6), np.float32)
+    param = make_param("InnerProduct", params, [x.shape], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, make_bin(weights), [x], 1, **GPU_GRID["fp32-pack"])
+    assert ret != 0
+    assert "weights expect" in caplog.text
+
+
+# -- the split-K form (GPUs; forced here on lavapipe) -----------------------------------------
+@pytest.fixture
+def splitk(monkeypatch):
+    """Every InnerProduct of the test takes innerproduct_splitk.comp for its 1-row form, and
+    the test fails unless it really ran."""
+    from ncnn_c.layer.vulkan import innerproduct_vulkan
+
+    monkeypatch.setenv("NCNN_C_IP_SPLITK", "always")
+    ran = []
+    real = innerproduct_vulkan.InnerProduct_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        ran.append(self.pipeline_innerproduct_splitk is not None)
+        return real(self, bottom, top, cmd, opt)
+
+    monkeypatch.setattr(innerproduct_vulkan.InnerProduct_vulkan, "forward_vk", spy)
+    yield ran
+    assert ran and all(ran), "the split-K pipeline did not run"
+
+
+# lengths around the 4-values-per-step loop and the 32 K lanes; outputs around the 8-vec4 group
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape,num_output",
+    [((1,), 1), ((31,), 3), ((33,), 33), ((128,), 8), ((4, 13, 17), 64), ((9, 6), 5), ((8, 3, 2, 5), 12)],
+    ids=str,
+)
+def test_splitk(splitk, shape, num_output):
+    params, weights, inputs = case(shape, num_output, num_output % 2 == 1, key="splitk")
+    check_layer_gpu(
+        "InnerProduct", params, weights, inputs, grid=["fp32", "fp32-pack", "fp16s-pack", "fp16sa"]
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("act,act_params", ACTIVATIONS)
+def test_splitk_activation(splitk, act, act_params):
+    extra = {9: act, **({10: act_params} if act_params else {})}
+    params, weights, inputs = case((16, 5, 5), 36, extra=extra, key="splitk-act")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16sa"])
+
+
+@pytest.mark.gpu
+def test_splitk_long_input_and_fp16_weights(splitk):
+    params, weights, inputs = case((512, 7, 7), 100, key="splitk-long")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32-pack", "fp16s-pack"])
+    params, weights, inputs = case((64, 3, 3), 40, fp16=True, key="splitk-fp16")
+    check_layer_gpu("InnerProduct", params, weights, inputs, grid=["fp32", "fp16sa-pack"])
+
+
+@pytest.mark.gpu
+def test_splitk_policy_is_checked(monkeypatch, caplog):
+    params, weights, inputs = case((8,), 4)
+    param = make_param("InnerProduct", params, [inputs[0].shape], 1)
+    monkeypatch.setenv("NCNN_C_IP_SPLITK", "sometimes")
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, make_bin(weights), inputs, 1, **GPU_GRID["fp32"])
+    assert ret != 0
+    assert "NCNN_C_IP_SPLITK" in caplog.text
