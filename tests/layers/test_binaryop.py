@@ -1,5 +1,8 @@
 """BinaryOp against the oracle: every op, the scalar form (also in place) and every row of
-ncnn's broadcasting tables (binaryop-broadcasting.md), for both operand orders."""
+ncnn's broadcasting tables (binaryop-broadcasting.md), for both operand orders, at the doc's
+sizes and at 4x them (every outer axis then packs on the GPU), every pair of ranks; each case on
+every backend (oracle.backends: the CPU, and the GPU option grid); then the GPU's pack4/pack1
+mixes, the CPU's output shapes and flags, and bad input on both."""
 
 from __future__ import annotations
 
@@ -7,11 +10,43 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
+from oracle import (
+    SHAPES_ALL,
+    SPOT_GRID,
+    backends,
+    check,
+    check_layer_gpu,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net_gpu,
+)
 
 # ops whose first operand is a base of pow, or a divisor: keep those operands away from 0
 POW_LIKE = (6, 9)
 ALL_OPS = range(19)
+# fmod, floor_divide and remainder jump by a whole divisor where the quotient crosses an
+# integer (or a half): fp16 inputs move a few quotients across, which is fp16's own rounding
+# rather than a layer error (measured rel L2 in fp16: up to 0.069 for rfmod, 0.011 for
+# floor_divide, 0.020 for rremainder; 0 or ~1e-7 in fp32). They run the fp32 GPU sets only.
+STEP_OPS = (12, 13, 15, 16, 17, 18)
+FP32_SETS = ["fp32", "fp32-pack"]
+SLOW = pytest.mark.slow
+
+
+def with_backends(cases, op_of=lambda c: c[0], gpu_main=lambda c: True, sweep=False):
+    """pytest params of (*case, backend) for each case: every backend (oracle.backends), the
+    fp32 GPU sets only for STEP_OPS. A case with ``gpu_main`` false, or a ``sweep`` (on
+    SPOT_GRID), runs on the GPU in the slow run only: the main run keeps the GPU cases the
+    GPU module had there, and this module's main run no longer than the two it merges."""
+    for c in cases:
+        marks = []
+        if isinstance(c, type(pytest.param(0))):
+            c, marks = c.values, list(c.marks)
+        grid = FP32_SETS if op_of(c) in STEP_OPS else (SPOT_GRID if sweep else None)
+        for p in backends("BinaryOp", grid=grid, slow_gpu=sweep or not gpu_main(c)):
+            yield pytest.param(*c, p.values[0], marks=marks + list(p.marks), id=f"{p.id}-{c}")
 
 
 def _operands(op: int, a_shape, b_shape, key):
@@ -27,9 +62,9 @@ def _operands(op: int, a_shape, b_shape, key):
     return a, b
 
 
-def _check(op: int, a_shape, b_shape, key=""):
+def _check(backend, op: int, a_shape, b_shape, key=""):
     a, b = _operands(op, a_shape, b_shape, key)
-    return check_layer("BinaryOp", {0: op}, [], [a, b])
+    return check(backend, "BinaryOp", {0: op}, [], [a, b])
 
 
 def _np(shape_whc: str) -> tuple[int, ...]:
@@ -38,34 +73,64 @@ def _np(shape_whc: str) -> tuple[int, ...]:
 
 
 # -- every op, same shapes and scalar form ---------------------------------------------------------
-@pytest.mark.parametrize("op", ALL_OPS)
-def test_ops_same_shape(op):
-    for shape in [(7,), (7, 13), (3, 7, 13), (2, 3, 5, 7)]:
-        _check(op, shape, shape)
+# (8, 5, 7) and (4, 3, 5, 7): the GPU packs their channels, in the slow run with the packed sets
+SAME_SHAPES = [(7,), (7, 13), (3, 7, 13), (2, 3, 5, 7)]
+SAME_CASES = [(op, s) for op in ALL_OPS for s in SAME_SHAPES]
+SAME_CASES += [pytest.param(op, s, marks=SLOW) for op in ALL_OPS for s in [(8, 5, 7), (4, 3, 5, 7)]]
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
-def test_ops_scalar(op):
-    for shape in SHAPES_ALL:
-        g = rng("binaryop-scalar", op, shape)
-        x = randn(g, shape, 2.0)
-        b = -1.75 if op not in POW_LIKE else 1.5
-        if op in POW_LIKE:
-            x = np.abs(x) + np.float32(0.25)
-        check_layer("BinaryOp", {0: op, 1: 1, 2: b}, [], [x], paths=("layer", "inplace", "net"))
+@pytest.mark.parametrize("op,shape,backend", list(with_backends(SAME_CASES)))
+def test_ops_same_shape(op, shape, backend):
+    _check(backend, op, shape, shape)
 
 
-def test_scalar_default_b_is_zero():
-    x = randn(rng("binaryop-default"), (3, 7, 13))
-    check_layer("BinaryOp", {0: 0, 1: 1}, [], [x], paths=("layer", "inplace", "net"))
-    check_layer("BinaryOp", {0: 4, 1: 1}, [], [x], paths=("layer", "inplace", "net"))
-    check_layer("BinaryOp", {}, [], [x, x])  # every param at its default: add
+# the GPU checks every shape in the slow run, (7,) and (2, 3, 5, 7) in the main run too
+SCALAR_CASES = [(op, s) for op in ALL_OPS for s in SHAPES_ALL]
+SCALAR_CASES += [pytest.param(op, (8, 5, 7), marks=SLOW) for op in ALL_OPS]
 
 
-def test_big_blob():
-    _check(0, (3, 227, 227), (3, 227, 227))
-    _check(2, (3, 227, 227), (3,))
-    _check(1, (3, 227, 227), (227,))
+@pytest.mark.parametrize(
+    "op,shape,backend", list(with_backends(SCALAR_CASES, gpu_main=lambda c: c[1] in [(7,), (2, 3, 5, 7)]))
+)
+def test_ops_scalar(op, shape, backend):
+    g = rng("binaryop-scalar", op, shape)
+    x = randn(g, shape, 2.0)
+    b = -1.75 if op not in POW_LIKE else 1.5
+    if op in POW_LIKE:
+        x = np.abs(x) + np.float32(0.25)
+    check(backend, "BinaryOp", {0: op, 1: 1, 2: b}, [], [x], paths=("layer", "inplace", "net"))
+
+
+@pytest.mark.parametrize(
+    "shape,params,n_inputs",
+    [
+        ((3, 7, 13), {0: 0, 1: 1}, 1),  # b defaults to 0
+        ((3, 7, 13), {0: 4, 1: 1}, 1),
+        ((3, 7, 13), {}, 2),  # every param at its default: add
+        ((8, 5, 7), {0: 2, 1: 1, 2: 0.5}, 1),  # in place on the GPU too (light mode)
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("backend", backends("BinaryOp"))
+def test_scalar_defaults_and_in_place(shape, params, n_inputs, backend):
+    x = randn(rng("binaryop-default", shape, str(params)), shape)
+    paths = ("layer", "inplace", "net") if n_inputs == 1 else ("layer", "net")
+    check(backend, "BinaryOp", params, [], [x] * n_inputs, paths=paths, lightmode=True)
+
+
+@pytest.mark.parametrize(
+    "op,a_shape,b_shape",
+    [
+        (0, (3, 227, 227), (3, 227, 227)),
+        (2, (3, 227, 227), (3,)),
+        (1, (3, 227, 227), (227,)),
+        (2, (16, 57, 57), (16, 1, 1)),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("backend", backends("BinaryOp"))
+def test_big_blob(op, a_shape, b_shape, backend):
+    _check(backend, op, a_shape, b_shape)
 
 
 # -- the doc's broadcasting tables ----------------------------------------------------------------
@@ -118,13 +183,22 @@ IMPLICIT_OUTER = [("[2,3]", "[2]"), ("[2,3,4]", "[2]"), ("[2,3,4,5]", "[2]")]
 TABLE = SCALAR_LIKE + NO_BROADCAST + EXPLICIT + IMPLICIT_INNER + IMPLICIT_OUTER
 
 
-@pytest.mark.parametrize("a,b", TABLE, ids=[f"{a}-{b}" for a, b in TABLE])
-def test_broadcast_table(a, b):
-    a_shape, b_shape = _np(a), _np(b)
-    # sub and div are not symmetric: they catch a swapped operand; B op A covers the mirror
-    for op in (1, 3, 10):
-        _check(op, a_shape, b_shape)
-        _check(op, b_shape, a_shape)
+def _scaled(shape, k):
+    return tuple(n * k if n != 1 else 1 for n in shape)
+
+
+# (op, A, B, scale): sub and div are not symmetric, so they catch a swapped operand; B op A
+# covers the mirror. The GPU runs sub in the main run, div and atan2 in the slow one; at 4x
+# (every outer axis packs) the whole case is in the slow run, with the packed sets.
+BROADCAST = [(op, a, b, 1) for a, b in TABLE for op in (1, 3, 10)]
+BROADCAST += [(op, b, a, 1) for a, b in TABLE for op in (1, 3, 10)]
+BROADCAST += [pytest.param(1, a, b, 4, marks=SLOW) for a, b in TABLE]
+BROADCAST += [pytest.param(1, b, a, 4, marks=SLOW) for a, b in TABLE]
+
+
+@pytest.mark.parametrize("op,a,b,scale,backend", list(with_backends(BROADCAST, gpu_main=lambda c: c[0] == 1)))
+def test_broadcast_table(op, a, b, scale, backend):
+    _check(backend, op, _scaled(_np(a), scale), _scaled(_np(b), scale))
 
 
 def test_broadcast_table_output_shapes():
@@ -144,9 +218,12 @@ def test_same_size_prefers_inner_axis():
     ret, out = run_layer("BinaryOp", {0: 0}, [], [a, b])
     assert ret == 0
     np.testing.assert_array_equal(out[0], [[11, 12], [23, 24]])
-    _check(1, (2, 2), (2,))
-    _check(1, (3, 3, 3), (3,))
-    _check(1, (2, 2, 2, 2), (2,))
+
+
+@pytest.mark.parametrize("a_shape", [(2, 2), (3, 3, 3), (2, 2, 2, 2)], ids=str)
+@pytest.mark.parametrize("backend", backends("BinaryOp"))
+def test_same_size_prefers_inner_axis_on_every_backend(a_shape, backend):
+    _check(backend, 1, a_shape, a_shape[:1])
 
 
 # every pair of ranks, odd sizes, both sides broadcasting at once
@@ -173,10 +250,30 @@ RANK_PAIRS = [
 ]
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
-def test_rank_pairs(op):
-    for a_shape, b_shape in RANK_PAIRS:
-        _check(op, a_shape, b_shape)
+# a long sweep (19 ops x 19 pairs): the GPU runs it on SPOT_GRID in the slow run
+@pytest.mark.parametrize(
+    "op,a_shape,b_shape,backend",
+    list(with_backends([(op, a, b) for op in ALL_OPS for a, b in RANK_PAIRS], sweep=True)),
+)
+def test_rank_pairs(op, a_shape, b_shape, backend):
+    _check(backend, op, a_shape, b_shape)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "pair",
+    [((8, 5, 7), (8,)), ((8, 5, 7), (7,)), ((3, 7, 13), (13,)), ((8, 5, 7), (8, 5)), ((8, 12), (8,)),
+     ((4, 8, 5, 7), (4, 8, 5)), ((4, 8, 5, 7), (4, 1, 1, 1)), ((8, 5, 7), (8, 1, 1)), ((12, 7), (12, 1))],
+    ids=str,
+)  # fmt: skip
+def test_broadcast_packed_mixes(pair):
+    # pack4 / pack1 operand mixes: the packed sets in the main run (backends() leaves them slow)
+    a_shape, b_shape = pair
+    for op in (0, 3, 7):
+        a, b = _operands(op, a_shape, b_shape, "mix")
+        check_layer_gpu("BinaryOp", {0: op}, [], [a, b], grid=["fp32-pack", "fp16s-pack", "fp16pa-pack"])
+        b, a = _operands(op, b_shape, a_shape, "mix-r")
+        check_layer_gpu("BinaryOp", {0: op}, [], [b, a], grid=["fp32-pack", "fp16sa-pack"])
 
 
 # -- bad input --------------------------------------------------------------------------------------
@@ -225,3 +322,14 @@ def test_flags_follow_with_scalar():
         pd.set(1, ws)
         assert layer.load_param(pd) == 0
         assert layer.one_blob_only is expected and layer.support_inplace is expected
+
+
+@pytest.mark.gpu
+def test_bad_shapes_fail_on_the_gpu(caplog):
+    a = np.zeros((3, 4, 5), np.float32)
+    b = np.zeros((3, 2, 5), np.float32)
+    param = make_param("BinaryOp", {0: 0}, [a.shape, b.shape], 1)
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(param, b"", [a, b], 1, use_packing_layout=True)
+    assert ret != 0
+    assert "cannot broadcast" in caplog.text
