@@ -103,8 +103,11 @@ void ncnnc_rope(const void *vctx, void *const *ptrs)
 }
 
 /* four rows of W against x: four running sums, vectorised by the compiler (omp simd lets it
-   reorder the additions), one body per instruction set picked when the library loads */
+   reorder the additions), one body per instruction set picked when the library loads (x86-64;
+   elsewhere the one baseline body, aarch64's NEON included) */
+#if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void gemv_rows(const float *w, const float *x, float *y, int64_t n0, int64_t n1, int64_t k)
 {
     int64_t r = n0;
