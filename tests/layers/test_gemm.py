@@ -1,7 +1,10 @@
-"""Gemm against the PyPI ncnn oracle: transposes, constant A/B/C, every C broadcast, output forms.
+"""Gemm against the PyPI ncnn oracle: transposes, constant A/B/C, every C broadcast, output
+forms, 3-D and 1-D inputs, a larger product and a long K, each case on every backend
+(oracle.backends: the CPU, and the GPU option grid); then what only the GPU form has (operands
+arriving in elempack 1 and 4, tops written in both), the CPU's numpy definition, and bad
+inputs on both.
 
-The case builders below (``*_cases``) are shared with test_gemm_vulkan.py, which runs the same
-(params, weights, inputs) triples on the GPU."""
+A case builder (``*_cases``) returns a list of (params, weights, inputs); each is one case."""
 
 from __future__ import annotations
 
@@ -9,9 +12,27 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import check_layer, randn, rng, run_layer
+from oracle import (
+    GPU_GRID,
+    backends,
+    check,
+    check_layer_gpu,
+    make_bin,
+    make_param,
+    randn,
+    rng,
+    run_layer,
+    run_net_gpu,
+)
 
+from ncnn_c.layer.vulkan.gemm_vulkan import Gemm_vulkan
+
+# with packing on, the GPU gets A packed when its stored rows (M, or K transposed) divide by
+# 4, and packs the top when M (N with output_transpose) does: the last two sizes, which only
+# the GPU's list had, run in the slow run with the packed sets (the main run's fp32 set does
+# not pack)
 SIZES = [(5, 7, 6), (1, 1, 1), (1, 9, 4), (8, 1, 3), (7, 13, 16), (64, 48, 96)]
+SIZES += [pytest.param(12, 8, 5, marks=pytest.mark.slow), pytest.param(8, 12, 16, marks=pytest.mark.slow)]
 TRANSPOSES = [(0, 0), (1, 0), (0, 1), (1, 1)]
 C_SIZES = [(5, 7, 6), (4, 4, 3), (1, 6, 2), (6, 1, 2)]
 CONSTANT_C_TYPES = [-1, 0, 1, 2, 3, 4]
@@ -103,62 +124,66 @@ def three_d_inputs_cases():
     ]
 
 
-# -- the CPU tests -------------------------------------------------------------------------------
+def large_cases():
+    g, A, B = _ab(96, 130, 200, "large")
+    return [({0: 0.5}, [], [A, B])]
 
 
-def _check(cases):
-    for params, weights, inputs in cases:
-        check_layer("Gemm", params, weights, inputs)
+def long_k_cases():
+    # K past llvmpipe's 65535 loop iterations per invocation
+    g, A, B = _ab(2, 5, 70001, "longk")
+    return [({}, [], [A, B])]
+
+
+def each(builder, *args):
+    """(builder, args, index) of every case a builder makes, as pytest params."""
+    return [
+        pytest.param(builder, args, i, id=f"{builder.__name__.removesuffix('_cases')}{args}-{i}")
+        for i in range(len(builder(*args)))
+    ]
+
+
+BACKENDS = pytest.mark.parametrize("backend", backends("Gemm"))
+
+
+def _check(backend, builder, args, i):
+    params, weights, inputs = builder(*args)[i]
+    return check(backend, "Gemm", params, weights, inputs)
 
 
 @pytest.mark.parametrize("M,N,K", SIZES)
 @pytest.mark.parametrize("transA,transB", TRANSPOSES)
-def test_two_inputs(M, N, K, transA, transB):
-    _check(two_inputs_cases(M, N, K, transA, transB))
+@BACKENDS
+def test_two_inputs(M, N, K, transA, transB, backend):
+    _check(backend, two_inputs_cases, (M, N, K, transA, transB), 0)
 
 
-@pytest.mark.parametrize("M,N,K", C_SIZES)
-def test_input_c_broadcasts(M, N, K):
-    _check(input_c_broadcasts_cases(M, N, K))
+CASES = [c for M, N, K in C_SIZES for c in each(input_c_broadcasts_cases, M, N, K)]
+CASES += [c for t in (0, 1) for c in each(constant_a_cases, t)]
+CASES += [c for t in (0, 1) for c in each(constant_b_cases, t)]
+CASES += each(constant_a_and_b_cases)
+CASES += [c for btype in CONSTANT_C_TYPES for t in (0, 1) for c in each(constant_c_cases, btype, t)]
+# output_elemtype / elempack are layout only: fp32 CPU output whatever storage type is asked
+# for, as ncnn's fp32 CPU path gives
+CASES += [c for e in (0, 1, 2, 3) for c in each(output_elemtype_cases, e)]
+CASES += each(three_d_inputs_cases) + each(large_cases) + each(long_k_cases)
 
 
-@pytest.mark.parametrize("transA", [0, 1])
-def test_constant_a(transA):
-    _check(constant_a_cases(transA))
-
-
-@pytest.mark.parametrize("transB", [0, 1])
-def test_constant_b(transB):
-    _check(constant_b_cases(transB))
-
-
-def test_constant_a_and_b():
-    _check(constant_a_and_b_cases())
-
-
-@pytest.mark.parametrize("btype", CONSTANT_C_TYPES)
-@pytest.mark.parametrize("transpose", [0, 1])
-def test_constant_c(btype, transpose):
-    _check(constant_c_cases(btype, transpose))
+@pytest.mark.parametrize("builder,args,i", CASES)
+@BACKENDS
+def test_gemm(builder, args, i, backend):
+    _check(backend, builder, args, i)
 
 
 @pytest.mark.parametrize("n1m,transpose", OUTPUT_FORMS)
-def test_output_forms(n1m, transpose):
-    g, A, B = _ab(5, 7, 6, "out")
-    ret, out = run_layer("Gemm", {11: n1m, 14: transpose}, [], [A, B])
-    rows, cols = (7, 5) if transpose else (5, 7)
-    assert ret == 0 and out[0].shape == ((rows, 1, cols) if n1m else (rows, cols))
-    _check(output_forms_cases(n1m, transpose))
-
-
-@pytest.mark.parametrize("elemtype", [0, 1, 2, 3])
-def test_output_elemtype_and_elempack_are_layout_only(elemtype):
-    # fp32 CPU output whatever storage type is asked for, as ncnn's fp32 CPU path gives.
-    _check(output_elemtype_cases(elemtype))
-
-
-def test_three_d_inputs():
-    _check(three_d_inputs_cases())
+@BACKENDS
+def test_output_forms(n1m, transpose, backend):
+    if backend == "cpu":
+        g, A, B = _ab(5, 7, 6, "out")
+        ret, out = run_layer("Gemm", {11: n1m, 14: transpose}, [], [A, B])
+        rows, cols = (7, 5) if transpose else (5, 7)
+        assert ret == 0 and out[0].shape == ((rows, 1, cols) if n1m else (rows, cols))
+    _check(backend, output_forms_cases, (n1m, transpose), 0)
 
 
 def test_matches_numpy_definition():
@@ -190,3 +215,66 @@ def test_bad_inputs(caplog):
     _rejects(caplog, {6: 1, 10: 5}, [], [A, B], "constant_broadcast_type_C")
     _rejects(caplog, {6: 1, 10: 1, 7: 4}, [(randn(g, (4,)), 0)], [A, B], "does not fit")
     _rejects(caplog, {18: 400}, [], [A, B], "quantized")  # block-quantized weights (int8 is supported)
+
+
+# -- what only the GPU form has ------------------------------------------------------------------
+@pytest.fixture
+def packs(monkeypatch):
+    """(A, B, C, top) elempacks of every GPU forward (0: the operand is no blob)."""
+    seen: set[tuple[int, int, int, int]] = set()
+    forward = Gemm_vulkan.forward_vk
+
+    def spy(self, bottom, top, cmd, opt):
+        ret = forward(self, bottom, top, cmd, opt)
+        blobs = list(bottom) if isinstance(bottom, list) else [bottom]
+        ins = [] if self.constantA else [blobs.pop(0).elempack]
+        ins += [] if self.constantB else [blobs.pop(0).elempack]
+        ins += [blobs[0].elempack] if blobs else []
+        seen.add((*ins, (top[0] if isinstance(top, list) else top).elempack))
+        return ret
+
+    monkeypatch.setattr(Gemm_vulkan, "forward_vk", spy)
+    return seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("output_transpose", [0, 1])
+@pytest.mark.parametrize("n1m", [0, 1])
+def test_packed_operands_and_tops(output_transpose, n1m, packs):
+    """A (8 x 12), B (12 x 16) and an 8 x 16 C all arrive packed; the top is packed along
+    M, or along N when transposed, as a 2-D or (c, 1, w) blob."""
+    g, A, B = _ab(8, 16, 12, ("packed", output_transpose, n1m))
+    C = randn(g, (8, 16))
+    params = {0: 0.5, 1: 1.5, 11: n1m, 14: output_transpose}
+    check_layer_gpu("Gemm", params, [], [A, B, C], grid=["fp32-pack", "fp16s-pack", "fp16pa-pack"])
+    assert packs == {(4, 4, 4, 4)}
+    # transposed operands: stored rows are K for A (12) and N for B (16)
+    check_layer_gpu(
+        "Gemm", {**params, 2: 1, 3: 1}, [], [A.T.copy(), B.T.copy(), randn(g, (8, 1))], grid=["fp32-pack"]
+    )
+    assert packs == {(4, 4, 4, 4)}
+
+
+@pytest.mark.gpu
+def test_mixed_packings(packs):
+    """M = 6 (A and the top unpacked) with K = 8 (B packed) and a per-M 1-D C; then a top
+    packed along N while A (M = 6) is not."""
+    g, A, B = _ab(6, 5, 8, "mixed")
+    check_layer_gpu("Gemm", {}, [], [A, B, randn(g, (6,))], grid=["fp32-pack", "fp16sa-pack"])
+    assert packs == {(1, 4, 1, 1)}
+    # output_transpose with N = 8: the top (8 rows) is packed although M = 6 is not
+    g, A, B = _ab(6, 8, 5, "mixed-t")
+    check_layer_gpu("Gemm", {14: 1}, [], [A, B], grid=["fp32-pack", "fp16sa-pack"])
+    assert (1, 1, 4) in packs
+
+
+@pytest.mark.gpu
+def test_bad_inputs_on_the_gpu(caplog):
+    g, A, B = _ab(5, 7, 6, "bad")
+    for inputs, words in [([A, B[:5]], "but B is"), ([A, B, randn(g, (3,))], "broadcasts")]:
+        caplog.clear()
+        param = make_param("Gemm", {}, [x.shape for x in inputs], 1)
+        with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+            ret, _ = run_net_gpu(param, make_bin([]), inputs, 1, **GPU_GRID["fp32"])
+        assert ret != 0
+        assert words in caplog.text
