@@ -28,9 +28,9 @@ from oracle import (
 # path computes over) come out silently, as from ncnn, not as numpy RuntimeWarnings
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
-# Shapes whose channels the GPU packs by 4 run in the slow run only, with the packed GPU sets
-# (the main run's GPU set, fp32, does not pack; keeping them there made the main run a third
-# longer than the two modules this one merges).
+# Shapes only the GPU's list had, whose channels it packs by 4: in the slow run only, with the
+# packed GPU sets (the main run's GPU set, fp32, does not pack), to keep this module's main run
+# no longer than the two it merges.
 SLOW = pytest.mark.slow
 
 
