@@ -99,6 +99,12 @@ def store(top, array: np.ndarray, opt) -> int:
     return 0
 
 
+def int8_or_fp32(m) -> int:
+    """The elemsize of the top of a layer that only moves its bottom's values (Concat, Slice,
+    Crop, Padding): 1 for an int8 blob, which stays int8 as in ncnn, else 4."""
+    return 1 if m.elemsize == 1 else 4
+
+
 def blob_values(layer, bottom, elemsize: int, what: str) -> np.ndarray | None:
     """The numpy view of an elempack-1 blob of 1-4 dims whose elements are ``elemsize`` bytes
     (4: read as ``what`` says, int32 or fp32); None, logged, for anything else."""

@@ -1,7 +1,8 @@
 """Concat: join blobs of one rank along one axis (param 0, negative from the end).
 
 The axis counts in numpy order (0 is channels for 3-D and 4-D blobs, rows for 2-D ones);
-1-D blobs are joined end to end whatever the axis says, as ncnn does.
+1-D blobs are joined end to end whatever the axis says, as ncnn does. int8 blobs (Quantize,
+Requantize tops) join into an int8 blob, as ncnn's; a mix of int8 and fp32 widens by value.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ class Concat(Layer):
             )
             return -1
         top = tops[0]
+        elemsize = 1 if all(b.elemsize == 1 for b in bottoms) else 4
         # Mat.create takes w, h[, d], c: the numpy shape reversed
-        top.create(*shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        top.create(*shape[::-1], elemsize=elemsize, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100
         # writing into the top's view directly avoids np.concatenate's extra copy

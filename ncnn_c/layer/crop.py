@@ -27,6 +27,7 @@ import numpy as np
 from ..mat import Mat
 from . import Layer, Param
 from ._expression import ExpressionError, ShapeExpression
+from ._int8 import int8_or_fp32
 from .reshape import numpy_shape
 
 log = logging.getLogger("ncnn_c")
@@ -247,7 +248,8 @@ class Crop(Layer):
             out.share_from(src)
             return 0
         part = src.tensor()[tuple(slice(off, off + size) for off, size in box)]
-        out.create(*part.shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        # an int8 blob (a Quantize / Requantize top) is cropped as int8, as ncnn's
+        out.create(*part.shape[::-1], elemsize=int8_or_fp32(src), elempack=1, allocator=opt.blob_allocator)
         if out.empty():
             return -100
         np.copyto(out.tensor(), part)

@@ -5,7 +5,8 @@ the channels of a 3-D blob or the depth of a 4-D one. Type 0 fills with ``value`
 one value per channel from the weight blob when ``per_channel_pad_data_size`` is set (3-D:
 indexed by output channel, padded ones included; 4-D: by channel). Type 1 repeats the edge,
 type 2 reflects without repeating it (numpy's "reflect"), so a reflect pad must be shorter
-than the axis it mirrors.
+than the axis it mirrors. An int8 blob (a Quantize / Requantize top) is padded as int8, the
+constant cast to int8 as C casts it (truncated), as ncnn's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from .._native.cpu import cpu_kernels
 from ..mat import Mat
 from . import Layer, Param, load_weight
+from ._int8 import int8_or_fp32
 from .reshape import numpy_shape
 
 log = logging.getLogger("ncnn_c")
@@ -123,13 +125,17 @@ class Padding(Layer):
                 )
                 return -1
             value = self.per_channel_pad_data[:nvalues].reshape((nvalues,) + (1,) * (dims - 1))
+        elemsize = int8_or_fp32(bottom)
+        if elemsize == 1:
+            value = int8_pad_value(value)
         outshape = tuple(n + b + a for n, (b, a) in zip(shape, pads, strict=True))
-        top.create(*outshape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
+        top.create(*outshape[::-1], elemsize=elemsize, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100
         out = top.tensor()
         if (
             dims == 3
+            and elemsize == 4
             and pads[0] == (0, 0)
             and not isinstance(value, np.ndarray)
             and self.pad_type == CONSTANT
@@ -165,3 +171,13 @@ class Padding(Layer):
             index[axis] = dst
             region[tuple(index)] = np.take(region, src, axis=axis)
         return 0
+
+
+def int8_pad_value(value):
+    """A pad value (or per-channel values) as ``(signed char)value``: truncated, wrapped to 8
+    bits as x86 converts (NaN and values beyond int32 give 0)."""
+    v = np.asarray(value, np.float64)
+    with np.errstate(invalid="ignore"):
+        t = np.where(np.abs(v) < 2.0**31, np.trunc(v), 0.0)
+    out = t.astype(np.int64).astype(np.int8)
+    return out if out.ndim else np.int8(out)

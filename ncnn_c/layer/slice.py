@@ -13,6 +13,7 @@ import numpy as np
 
 from ..mat import Mat
 from . import Layer, Param
+from ._int8 import int8_or_fp32
 
 log = logging.getLogger("ncnn_c")
 
@@ -88,7 +89,10 @@ class Slice(Layer):
             index = [slice(None)] * dims
             index[axis] = slice(q, q + s)
             part = x[tuple(index)]
-            top.create(*part.shape[::-1], elemsize=4, elempack=1, allocator=opt.blob_allocator)
+            # an int8 blob (a Quantize / Requantize top) gives int8 parts, as ncnn's
+            top.create(
+                *part.shape[::-1], elemsize=int8_or_fp32(bottom), elempack=1, allocator=opt.blob_allocator
+            )
             if top.empty():
                 return -100
             np.copyto(top.tensor(), part)

@@ -604,7 +604,8 @@ class VulkanExecutor:
         if layer.one_blob_only:
             bottoms = [bottom_vk(layer.bottoms[0])]
             if inplace:
-                marks.mark_int8(bottoms[0], False)  # rewritten: no longer what was marked
+                # rewritten: no longer what was marked (unless the layer only moves values)
+                marks.mark_int8(bottoms[0], marks.holds_int8(bottoms[0]) and marks.moves_int8(layer))
                 ret = call_hook(layer.forward_inplace_vk, bottoms[0], cmd, opt)
                 tops = bottoms
             else:
@@ -614,7 +615,7 @@ class VulkanExecutor:
             bottoms = [bottom_vk(b) for b in layer.bottoms]
             if inplace:
                 for m in bottoms:
-                    marks.mark_int8(m, False)
+                    marks.mark_int8(m, marks.holds_int8(m) and marks.moves_int8(layer))
                 ret = call_hook(layer.forward_inplace_vk, bottoms, cmd, opt)
                 tops = bottoms
             else:
@@ -624,7 +625,7 @@ class VulkanExecutor:
             log.error("forward: %s failed on the GPU (%s)", desc(li, layer), ret)
             return ret if isinstance(ret, int) else -1
         if not inplace:
-            marks.share_marks(bottoms, tops)
+            marks.share_marks(bottoms, tops, layer)
         state.consume(layer.bottoms, light)
         mats = state.mats
         for t, m in zip(layer.tops, tops, strict=False):

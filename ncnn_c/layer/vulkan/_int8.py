@@ -6,8 +6,10 @@ blob's float storage (fp32, or fp16, which holds -127..127 exactly), and the VkM
 mark saying so (``mark_int8`` / ``holds_int8``: what ncnn reads off an 8-bit elemsize).
 Quantize, Requantize and the requantizing int8 layers mark their tops; the net marks an
 upload of an int8 host Mat, carries the mark through its conversions, to the tops of a layer
-that hands a marked bottom's buffer on (Split, a Reshape view), and downloads a marked blob
-as the int8 Mat the CPU net holds there (net/vulkan_forward.py). int32 blobs (what
+that hands a marked bottom's buffer on (Split, a Reshape view) or only moves its marked
+bottoms' values (``MOVES_INT8``: Concat, Slice, Crop, Padding ..., whose CPU forms keep an
+int8 blob int8), and downloads a marked blob as the int8 Mat the CPU net holds there
+(net/vulkan_forward.py). int32 blobs (what
 Dequantize and Requantize read) keep their bits in a 32-bit blob: those two layers take fp32
 elempack 1 blobs, so no conversion touches the bits.
 
@@ -61,9 +63,33 @@ def holds_int8(m) -> bool:
     return bool(getattr(m, INT8_MARK, False))
 
 
-def share_marks(bottoms, tops) -> None:
+# the layers whose tops hold their bottoms' values moved about, nothing computed, and whose
+# CPU forms give an int8 top for int8 bottoms (as ncnn's): the mark follows the values
+# (Permute, Reorg, Pooling, ReLU widen an int8 blob on the CPU: their tops are fp32 there)
+MOVES_INT8 = frozenset(
+    ["Concat", "Slice", "Split", "Crop", "Padding", "Flatten", "Reshape", "Noop", "Squeeze"]
+    + ["ExpandDims", "ShuffleChannel", "PixelShuffle", "Tile", "Flip", "DeepCopy", "Dropout"]
+)
+
+
+def moves_int8(layer) -> bool:
+    """Whether ``layer`` only moves its bottoms' values (``MOVES_INT8``; a Dropout that scales
+    computes)."""
+    if layer.type == "Dropout":
+        return float(getattr(layer, "scale", 1.0)) == 1.0
+    return layer.type in MOVES_INT8
+
+
+def share_marks(bottoms, tops, layer=None) -> None:
     """After a layer's forward: a top over the buffer of a marked bottom (a Split's tops, a
-    Reshape view) holds the same int8 values."""
+    Reshape view) holds the same int8 values, and so does every top of a layer that only
+    moves values (``moves_int8``) when all its bottoms are marked."""
+    if layer is not None and moves_int8(layer):
+        if all(holds_int8(b) for b in bottoms if b.dims):
+            for t in tops:
+                if t.dims:
+                    mark_int8(t)
+        return
     marked = [b.data for b in bottoms if holds_int8(b) and getattr(b, "data", None) is not None]
     if marked:
         for t in tops:

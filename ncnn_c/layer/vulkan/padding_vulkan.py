@@ -2,7 +2,8 @@
 border position folded back into the input (replicate, reflect) or filled with the
 constant or its channel's value; any elempack in, ncnn's elempack for the output shape out.
 Pads, output shape and the checks come from the CPU layer; the per-channel values are
-uploaded once."""
+uploaded once. A blob holding int8 values (marked, ``_int8.py``) is padded with the constant
+cast to int8, as the CPU pads an int8 blob (per-channel values are used as they are)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..padding import CONSTANT, REFLECT, Padding
+from ..padding import CONSTANT, REFLECT, Padding, int8_pad_value
 from . import VulkanLayer
+from ._int8 import holds_int8
 from ._remap import COORD, create_top, logical_extents, logical_shape, new_remap_pipelines, record_remap
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ class Padding_vulkan(VulkanLayer, Padding):
         # whole packed elements with a constant (replicate / reflect would spread or reverse
         # them) or not at all
         whole = pads[0] == (0, 0) or (self.pad_type == CONSTANT and pads[0][0] % 4 == 0)
-        constants = before + logical_extents(bottom) + [float(self.value), int(bool(per_channel)), int(whole)]
+        value = float(int8_pad_value(self.value)) if holds_int8(bottom) else float(self.value)
+        constants = before + logical_extents(bottom) + [value, int(bool(per_channel)), int(whole)]
         bindings = [bottom, top, self.per_channel_pad_data_gpu]
         return record_remap(self, cmd, self.pipelines_padding, bindings, bottom, top, constants)
