@@ -55,7 +55,14 @@ def _load():
         except OSError as e:
             errors.append(str(e))
     else:
-        return None, f"{SONAME} not found (pip install onednn-cpu-gomp==2023.2.0): {errors[-1]}"
+        # onednn-cpu-gomp has wheels for x86-64 only: elsewhere (aarch64) it cannot be pip installed
+        machine = os.uname().machine
+        hint = (
+            "pip install onednn-cpu-gomp==2023.2.0"
+            if machine == "x86_64"
+            else f"PyPI's oneDNN has no {machine} wheel"
+        )
+        return None, f"{SONAME} not found ({hint}): {errors[-1]}"
     _release_code_pages("libdnnl.so")
     try:
         from . import _plan
