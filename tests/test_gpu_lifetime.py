@@ -25,7 +25,11 @@ CHILD = Path(__file__).with_name("_lifetime_child.py")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("threads", [1, 2, 3])
+# two threads in the main run (each teardown against concurrent inference); one and three
+# threads, a child process each of 5-8 s on two cores, in the slow run CI also runs
+@pytest.mark.parametrize(
+    "threads", [pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(3, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("what", ["destroy", "clear", "instance"])
 def test_destroy_while_threads_infer(what, threads):
     res = subprocess.run(

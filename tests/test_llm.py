@@ -96,6 +96,7 @@ def test_reduced_decoder_cpu(reduced, reduced_oracle):
     _compare(logits, reduced_oracle, TOL_FP32)
 
 
+@pytest.mark.slow
 def test_reduced_decoder_fp16_weights(tmp_path):
     """fp16-stored weights (randbin --fp16, as ncnn2table writes them), fp32 arithmetic."""
     param, weights = _model(tmp_path, REDUCED, REDUCED, fp16=True)
@@ -135,7 +136,9 @@ def _vulkan_nets(param: str, weights: str, fp32: bool):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fp32", [True, False], ids=["fp32", "default-fp16"])
+@pytest.mark.parametrize(
+    "fp32", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["fp32", "default-fp16"]
+)
 def test_reduced_decoder_vulkan(reduced, reduced_oracle, fp32):
     """The prefill and the decode steps wholly on the GPU (RMSNorm, RotaryEmbed and SDPA with
     its kv cache included) against the PyPI ncnn's CPU steps: fp32 options within TOL_FP32
@@ -167,7 +170,11 @@ def test_unfed_cache_inputs_run_as_empty(reduced):
     assert np.linalg.norm(out[0] - out[1]) <= TOL_FP32 * np.linalg.norm(out[1])
 
 
-@pytest.mark.parametrize("name", DECODERS)
+# the main run cuts one decoder (Qwen3: q/k norms, the benchmark's LLM); the others, each a
+# 5-30 s build and generate on two cores, run in the slow run CI also runs
+@pytest.mark.parametrize(
+    "name", [n if n == "qwen3_0.6b" else pytest.param(n, marks=pytest.mark.slow) for n in DECODERS]
+)
 def test_every_decoder_cut_to_two_layers(tmp_path, name):
     """Every decoder of ncnn's benchmark (its own layer mix: Qwen3's q/k norms, MiniCPM4's
     scaled residuals, Youtu's split rope heads), cut to two layers, last hidden state per

@@ -45,8 +45,13 @@ def _strict(monkeypatch):
     monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
 
 
+# the detection heads and GoogLeNet (10-15 s each on two cores) join the heavy ones in the slow
+# run CI also runs; the main run keeps SqueezeNet, MobileNet and ResNet18
+SLOW = HEAVY | {"googlenet", "mobilenet_ssd", "squeezenet_ssd"}
+
+
 def _model(name: str):
-    return pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name
+    return pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
 
 
 def _net(name: str, threads: int, native: bool = True) -> ncnn_c.Net:
