@@ -13,7 +13,8 @@
    one, where the former three steps per chunk each had theirs. The matmul primitive is
    created single-threaded and runs inside the region on the calling thread (oneDNN's
    OpenMP runtime runs a call nested in a parallel region on one thread); each slot has its
-   own stream and V / M memories. An output element is computed by one item, in the same
+   own stream, V / M memories and scratchpad (a library-managed one is the primitive's, and
+   threads running it at once would share it). An output element is computed by one item, in the same
    order whatever the thread count: the result is the same on any number of threads.
 
    One vector is one pixel's ``lanes`` channels: a block of nChw16c / nChw8c, or a run of
@@ -53,12 +54,14 @@ typedef struct {
     ncnnc_wino w;           /* the geometry; tile0 is set per item */
     int chunks, groups;     /* items: chunks x groups, chunk-major */
     int slots;              /* per-thread parts of the scratch: the most threads a run uses */
-    long vfloats;           /* floats of V in a slot, then M's */
+    long vfloats, mfloats;  /* a slot holds V, M (from vfloats on), the matmul's scratchpad
+                               (from vfloats + mfloats on) */
     long slot_floats;
-    void *matmul;           /* dnnl_primitive_t: V x U -> M, single-threaded */
+    void *matmul;           /* dnnl_primitive_t: V x U -> M, single-threaded, user scratchpad */
     void *const *u;         /* per group: U's memory, packed for the matmul */
     void *const *streams;   /* per slot: dnnl_stream_t */
-    void *const *v, *const *m; /* per slot: the dnnl_memory_t of V and M (bound per run) */
+    void *const *v, *const *m, *const *sp; /* per slot: the dnnl_memory_t of V, M and the
+                               scratchpad (sp NULL: none), bound per run */
 } ncnnc_wino_layer;
 
 #define LANES 16
@@ -159,6 +162,13 @@ int ncnnc_wino_set_threads(int n)
     return before;
 }
 
+/* the matmul's attribute: a scratchpad the caller gives (each slot its own; the library's
+   would be one per primitive, which the threads running it at once would share) */
+int ncnnc_wino_user_scratchpad(void *attr)
+{
+    return dnnl_primitive_attr_set_scratchpad_mode((dnnl_primitive_attr_t)attr, dnnl_scratchpad_mode_user);
+}
+
 /* the plan step of one layer: ptrs = {src, dst, scratch (slots x slot_floats)} */
 void ncnnc_wino_run(const void *ctx, void *const *ptrs)
 {
@@ -176,11 +186,13 @@ void ncnnc_wino_run(const void *ctx, void *const *ptrs)
     {
         const int s = omp_get_thread_num();
         float *v = scratch + s * L->slot_floats, *mm = v + L->vfloats;
-        dnnl_memory_t vm = L->v[s], mm_mem = L->m[s];
+        dnnl_memory_t vm = L->v[s], mm_mem = L->m[s], sp = L->sp ? L->sp[s] : NULL;
         dnnl_stream_t stream = L->streams[s];
         int st = dnnl_memory_set_data_handle(vm, v);
         if (st == dnnl_success)
             st = dnnl_memory_set_data_handle(mm_mem, mm);
+        if (st == dnnl_success && sp)
+            st = dnnl_memory_set_data_handle(sp, mm + L->mfloats);
         ncnnc_wino p = L->w;
         int have = -1; /* the chunk whose V this thread's slot holds */
 #pragma omp for schedule(dynamic, 1) nowait
@@ -193,9 +205,9 @@ void ncnnc_wino_run(const void *ctx, void *const *ptrs)
                 input(&p, src, v);
                 have = c;
             }
-            dnnl_exec_arg_t args[3] = {
-                {DNNL_ARG_SRC, vm}, {DNNL_ARG_WEIGHTS, (dnnl_memory_t)L->u[g]}, {DNNL_ARG_DST, mm_mem}};
-            st = dnnl_primitive_execute((const_dnnl_primitive_t)L->matmul, stream, 3, args);
+            dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, vm}, {DNNL_ARG_WEIGHTS, (dnnl_memory_t)L->u[g]},
+                                       {DNNL_ARG_DST, mm_mem}, {DNNL_ARG_SCRATCHPAD, sp}};
+            st = dnnl_primitive_execute((const_dnnl_primitive_t)L->matmul, stream, sp ? 4 : 3, args);
             if (st == dnnl_success)
                 st = dnnl_stream_wait(stream);
             if (st == dnnl_success)

@@ -158,20 +158,26 @@ def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
 # single-threaded brgemm matmul (AVX-512; docs/decisions.md): groups of 32 to 128 channels
 # multiply at 150-210 GFLOP/s, 16 at about 130, and an M (tiles x group) of more than about
 # 12k floats per point at 20-40; so groups are GROUP_MIN..GROUP_MAX channels and M at most
-# M_FLOATS per point. V + M of an item, in a thread's own slot, fit its L2 (CHUNK_BYTES). An
-# item costs ITEM multiply-adds besides its work (a matmul call, the schedule's hand-out).
+# M_FLOATS per point. V + M of an item, in a thread's own slot, fit its L2 (CHUNK_BYTES),
+# unless the transformed weights are above CHUNK_WEIGHTS (then their reads, repeated per
+# chunk, cost more: VGG16's 28x28x512 layer, F(6,3), one thread: 8.6 ms in one chunk, 10.4
+# in two of 13 tiles; the loaded 2-core EPYC). An item costs ITEM multiply-adds besides its work (a matmul call, the schedule's hand-out).
 CHUNK_BYTES = 2 << 20
+CHUNK_WEIGHTS = 4 << 20
 GROUP_MIN, GROUP_MAX = 32, 128
 M_FLOATS = 8192
 ITEM = 100_000
+SLACK, BALANCE = 0.03, 4
 
 
 def split(tiles: int, kp: int, np_: int, n: int, lanes: int, threads: int) -> tuple[int, int]:
     """(tiles per chunk, output channels per group) of a layer run on ``threads`` threads:
     the fastest by a model in multiply-adds like ``cost``'s: the products, each value
     through the input transform once per chunk and thread that takes one of its items and
-    through the output transform once, the weights read once per chunk, ITEM per item; the
-    items go to the threads in rounds of ``threads``. ``NCNN_C_WINOGRAD_CHUNK`` /
+    through the output transform once, the weights read once per chunk (and V once per group
+    where it is larger than the cache), ITEM per item; the
+    items go to the threads in rounds of ``threads``. Of the splits within SLACK of the
+    fastest, the one of most items. ``NCNN_C_WINOGRAD_CHUNK`` /
     ``NCNN_C_WINOGRAD_GROUP`` set either (0: all; tests, measurements)."""
     blocks = np_ // lanes
     env = {k: os.environ.get(f"NCNN_C_WINOGRAD_{k}", "").strip() for k in ("CHUNK", "GROUP")}
@@ -182,14 +188,17 @@ def split(tiles: int, kp: int, np_: int, n: int, lanes: int, threads: int) -> tu
     else:
         good = [w for w in widths if GROUP_MIN <= w <= GROUP_MAX]
         widths = good or [min(widths, key=lambda w: abs(w - GROUP_MIN))]
-    best: tuple[float, int, int] | None = None
+    found: list[tuple[float, int, int, int]] = []  # (modelled time, items, tiles, channels)
     for ng in widths:
         g = np_ // ng
         if env["CHUNK"]:
             first = -(-tiles // (int(env["CHUNK"]) or tiles))
             counts = range(first, first + 1)
         else:  # the fewest chunks whose V + M fit, and a few more for the threads
-            fit = max(1, min(CHUNK_BYTES // (n * n * (kp + ng) * 4), M_FLOATS // ng))
+            cached = (
+                CHUNK_BYTES // (n * n * (kp + ng) * 4) if n * n * kp * np_ * 4 <= CHUNK_WEIGHTS else tiles
+            )
+            fit = max(1, min(cached, M_FLOATS // ng))
             least = -(-tiles // fit)
             counts = range(least, min(tiles, least + 4 * threads) + 1)
         for chunks in counts:
@@ -202,11 +211,38 @@ def split(tiles: int, kp: int, np_: int, n: int, lanes: int, threads: int) -> tu
             per_point = (
                 rows * kp * np_ + TRANSFORM * rows * (kp * min(g, t) + np_) + WEIGHT_READ * kp * np_ * chunks
             )
+            if n * n * tc * (kp + ng) * 4 > CHUNK_BYTES:  # V out of cache: each group reads it again
+                per_point += WEIGHT_READ * rows * kp * g
             time = (n * n * per_point / items + ITEM) * -(-items // t)
-            if best is None or time < best[0]:
-                best = (time, tc, ng)
-    assert best is not None
-    return best[1], best[2]
+            found.append((time, items, tc, ng))
+    # of the splits within SLACK of the fastest, the one of most items (up to BALANCE per
+    # thread): a thread that loses its core to another process then holds up a smaller part
+    fastest = min(f[0] for f in found)
+    near = [f for f in found if f[0] <= fastest * (1 + SLACK) and f[1] <= BALANCE * threads]
+    _, _, tc, ng = max(near or found, key=lambda f: (f[1], -f[0]) if near else -f[0])
+    return tc, ng
+
+
+def _matmul(mod, dn, src, weights, dst):
+    """The batched matmul of an item, created single-threaded (it runs inside the layer's
+    parallel region) with a scratchpad the step gives it: the library's would be the
+    primitive's own, shared by the threads that run it at once."""
+    d, lib = dnnl_module(), dn.lib
+    pa = dn.ffi.new("dnnl_primitive_attr_t *")
+    dn.check(lib.dnnl_primitive_attr_create(pa), "primitive_attr_create")
+    attr = dn.ffi.gc(pa[0], lib.dnnl_primitive_attr_destroy)
+    st = mod.lib.ncnnc_wino_user_scratchpad(mod.ffi.cast("void *", int(dn.ffi.cast("uintptr_t", attr))))
+    dn.check(st, "primitive_attr_set_scratchpad_mode")
+    p = dn.ffi.new("dnnl_primitive_desc_t *")
+    before = mod.lib.ncnnc_wino_set_threads(1)
+    try:
+        st = lib.dnnl_matmul_primitive_desc_create(
+            p, dn.engine, src.ptr, weights.ptr, dn.ffi.NULL, dst.ptr, attr
+        )
+    finally:
+        mod.lib.ncnnc_wino_set_threads(before)
+    dn.check(st, "matmul_primitive_desc_create")
+    return d.PD(dn, dn.ffi.gc(p[0], lib.dnnl_primitive_desc_destroy))
 
 
 # the activations the output transform applies: (ncnnc_wino.act, a0, a1)
@@ -290,10 +326,10 @@ def convolution(
     # the matmul of one item, single-threaded: it runs inside the layer's parallel region
     vmd = dn.md((n * n, chunk, kp), "abc")
     mmd = dn.md((n * n, chunk, ng), "abc")
+    mm = _matmul(mod, dn, vmd, dn.md((n * n, kp, ng), "any"), mmd)
+    no_reference(mm)
     before = lib.ncnnc_wino_set_threads(1)
     try:
-        mm = dn.matmul(vmd, dn.md((n * n, kp, ng), "any"), mmd)
-        no_reference(mm)
         matmul = mm.primitive()
     finally:
         lib.ncnnc_wino_set_threads(before)
@@ -306,12 +342,15 @@ def convolution(
         if upacked[-1] is plain:
             keep_u = (u,)  # else the packed copies are all the plan keeps
 
-    # each slot (thread) has V then M in the scratch, its own memories over them (bound by
-    # the step at each run) and its own stream
+    # each slot (thread) has V, M and the matmul's scratchpad in the scratch, its own memories
+    # over them (bound by the step at each run) and its own stream
+    spmd = mm.md("scratchpad", (0,))
     vfloats = -(-(n * n * chunk * kp) // 16) * 16
-    slot_floats = vfloats + -(-(n * n * chunk * ng) // 16) * 16
+    mfloats = -(-(n * n * chunk * ng) // 16) * 16
+    slot_floats = vfloats + mfloats + -(-spmd.size // 64) * 16
     vmems = [dn.memory(vmd, None) for _ in range(slots)]
     mmems = [dn.memory(mmd, None) for _ in range(slots)]
+    spmems = [dn.memory(spmd, None) for _ in range(slots)] if spmd.size else []
     runners = [d.Runner(dn) for _ in range(slots)]
 
     def addrs(handles):
@@ -322,6 +361,7 @@ def convolution(
         "streams": addrs(r.stream for r in runners),
         "v": addrs(m.ptr for m in vmems),
         "m": addrs(m.ptr for m in mmems),
+        "sp": addrs(m.ptr for m in spmems) if spmems else ffi.NULL,
     }
     geometry_c = dict(
         m=m, lanes=lanes, c=c, h=h, w=w, kp=kp, oc=oc, oh=oh, ow=ow, np=ng, pad_t=pad_t, pad_l=pad_l,
@@ -333,12 +373,13 @@ def convolution(
     ctx = ffi.new(
         "ncnnc_wino_layer *",
         dict(
-            w=geometry_c, chunks=chunks, groups=groups, slots=slots, vfloats=vfloats, slot_floats=slot_floats,
+            w=geometry_c, chunks=chunks, groups=groups, slots=slots, vfloats=vfloats, mfloats=mfloats,
+            slot_floats=slot_floats,
             matmul=ffi.cast("void *", int(dn.ffi.cast("uintptr_t", matmul))), **ptrs,
         ),
     )  # fmt: skip
     fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "ncnnc_wino_run")))
-    keep = (ctx, bias_p, matmul, upacked, vmems, mmems, runners, ptrs, *keep_u)
+    keep = (ctx, bias_p, matmul, upacked, vmems, mmems, spmems, runners, ptrs, *keep_u)
     step = d.Kernel(fn, int(ffi.cast("uintptr_t", ctx)), keep)
 
     want = dn.md(sdims, tag)
