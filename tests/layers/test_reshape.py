@@ -1,5 +1,7 @@
 """Reshape against the oracle: every output rank, 0 (copy the input's dim) and -1 (the rest),
-the -233 rank cut, the ignored permute flag, every input rank, and bad shapes rejected."""
+the -233 rank cut, the ignored permute flag, every input rank, elempack 4 <-> 1 changes both ways
+on the GPU, an unchanged shape, and bad shapes rejected. One case list, every backend
+(oracle.backends)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ import logging
 
 import numpy as np
 import pytest
-from oracle import SHAPES_ALL, check_layer, randn, rng, run_layer
+from oracle import SHAPES_ALL, backends, check, make_bin, make_param, randn, rng, run_layer, run_net_gpu
+
+# a pure copy: results are bit-exact on the CPU and the fp32 GPU sets
+EXACT = dict(tol=0, tol_fp32=0)
 
 
 def _x(shape):
@@ -15,7 +20,6 @@ def _x(shape):
 
 
 # output params (ncnn names) for every output rank, each resolving for a 24-element input
-SHAPE_24 = (2, 3, 4)
 CASES_24 = [
     {0: 24},
     {0: -1},
@@ -37,33 +41,53 @@ CASES_24 = [
     {0: 24, 1: -233, 2: 5},  # h unset: the rank stops at 1, c is never read
     {0: 6, 1: 4, 2: -233, 11: 7},  # c unset: 2-D, d not read
 ]
+# 48 elements: outer axes of 4, 8, 12 (pack4 on the GPU) and 3, 6 (pack1)
+CASES_48 = [
+    {0: 48},
+    {0: -1, 1: 4},
+    {0: 16, 1: 3},
+    {0: 4, 1: 3, 2: 4},
+    {0: -1, 1: 2, 2: 3},
+    {0: 0, 1: 0, 2: -1},
+    {0: 2, 1: 2, 11: 3, 2: 4},
+    {0: 2, 1: -1, 11: 2, 2: 3},
+    {0: 4, 1: 12, 2: 1, 3: 1},  # permute flag: ignored
+    {0: 48, 1: -233, 2: 5},
+    {0: 12, 1: 4, 2: -233, 11: 7},
+]
 
 
-@pytest.mark.parametrize("params", CASES_24)
-def test_shapes_from_3d(params):
-    check_layer("Reshape", params, [], [_x(SHAPE_24)], tol=0)
+def _every_rank_forms(shape):
+    """Flat, one long row, one long column, 4-D of one; and rows of 4 where they fit."""
+    n = int(np.prod(shape))
+    forms = [{0: -1}, {0: n, 1: 1}, {0: 1, 1: -1, 2: 1}, {0: -1, 1: 1, 11: 1, 2: 1}]
+    return forms + ([{0: n // 4, 1: 4}, {0: n // 4, 1: 1, 2: 4}] if n % 4 == 0 else [])
 
 
-@pytest.mark.parametrize("shape", SHAPES_ALL)
-def test_every_input_rank(shape):
-    x = _x(shape)
-    n = x.size
-    for params in ({0: -1}, {0: n, 1: 1}, {0: 1, 1: -1, 2: 1}, {0: -1, 1: 1, 11: 1, 2: 1}):
-        check_layer("Reshape", params, [], [x], tol=0)
+CASES = (
+    [((2, 3, 4), params) for params in CASES_24]
+    + [
+        (shape, params)
+        for shape in [(4, 3, 4), (3, 4, 4), (12, 4), (48,), (2, 4, 2, 3)]
+        for params in CASES_48
+    ]
+    + [(shape, params) for shape in SHAPES_ALL + [(8, 5, 7)] for params in _every_rank_forms(shape)]
+    + [
+        ((2, 3, 5, 7), {0: 0, 1: 0, 11: 0, 2: 0}),  # 0 copies the named dims of a 4-D input
+        ((2, 3, 5, 7), {0: 0, 1: -1, 11: 1, 2: 0}),
+        ((2, 3, 5, 7), {0: 0, 1: -1}),
+        ((2, 3, 5, 7), {0: 21, 1: 0, 2: 2}),  # h=0 copies the 4-D input's h
+        ((8, 5, 7), {0: 0, 1: 0, 2: 0}),  # unchanged
+        ((3, 227, 227), {0: 227, 1: 681}),
+        ((3, 227, 227), {0: -1, 1: 227, 11: 3, 2: 1}),
+    ]
+)
 
 
-def test_zero_copies_named_dims_4d():
-    x = _x((2, 3, 5, 7))
-    check_layer("Reshape", {0: 0, 1: 0, 11: 0, 2: 0}, [], [x], tol=0)
-    check_layer("Reshape", {0: 0, 1: -1, 11: 1, 2: 0}, [], [x], tol=0)
-    check_layer("Reshape", {0: 0, 1: -1}, [], [x], tol=0)
-    check_layer("Reshape", {0: 21, 1: 0, 2: 2}, [], [x], tol=0)  # h=0 copies the 4-D input's h
-
-
-def test_big_blob():
-    x = _x((3, 227, 227))
-    check_layer("Reshape", {0: 227, 1: 681}, [], [x], tol=0)
-    check_layer("Reshape", {0: -1, 1: 227, 11: 3, 2: 1}, [], [x], tol=0)
+@pytest.mark.parametrize("shape,params", CASES, ids=str)
+@pytest.mark.parametrize("backend", backends("Reshape"))
+def test_reshape(shape, params, backend):
+    check(backend, "Reshape", params, [], [_x(shape)], **EXACT)
 
 
 def test_output_is_usable_after_input_changes():
@@ -89,3 +113,14 @@ def test_bad_shapes_rejected(params, shape, caplog):
         ret, _ = run_layer("Reshape", params, [], [_x(shape)])
     assert ret != 0
     assert "Reshape" in caplog.text or "reshape" in caplog.text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [{0: 5, 1: 5}, {0: -1, 1: 5}])
+def test_bad_shapes_on_the_gpu(params, caplog):
+    x = _x((2, 3, 4))
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ret, _ = run_net_gpu(
+            make_param("Reshape", params, [x.shape]), make_bin([]), [x], use_packing_layout=True
+        )
+    assert ret != 0 and "Reshape" in caplog.text
