@@ -689,6 +689,25 @@ def backends(layer_type: str, grid=None, cpu: bool = True, gpu: bool = True, slo
     return out
 
 
+def case_backends(layer_type: str, cases, grid_of=None, gpu_main=None) -> list:
+    """pytest params of ``(*case, backend)``: each case (a tuple, or a pytest.param of one) on
+    backends(layer_type, grid_of(case)); a case with ``gpu_main(case)`` false runs its GPU sets
+    in the slow run only (``slow_gpu``). For a case list where backends() differ per case, e.g.
+    the main run keeping a few GPU cases of a long sweep whose CPU runs all stay there."""
+    import pytest
+
+    out = []
+    for case in cases:
+        marks = []
+        if isinstance(case, type(pytest.param(0))):
+            case, marks = case.values, list(case.marks)
+        grid = grid_of(case) if grid_of else None
+        slow = gpu_main is not None and not gpu_main(case)
+        for p in backends(layer_type, grid=grid, slow_gpu=slow):
+            out.append(pytest.param(*case, p.values[0], marks=marks + list(p.marks), id=f"{p.id}-{case}"))
+    return out
+
+
 def check(
     backend: str,
     layer_type: str,

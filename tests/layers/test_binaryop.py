@@ -14,6 +14,7 @@ from oracle import (
     SHAPES_ALL,
     SPOT_GRID,
     backends,
+    case_backends,
     check,
     check_layer_gpu,
     make_param,
@@ -35,18 +36,14 @@ FP32_SETS = ["fp32", "fp32-pack"]
 SLOW = pytest.mark.slow
 
 
-def with_backends(cases, op_of=lambda c: c[0], gpu_main=lambda c: True, sweep=False):
-    """pytest params of (*case, backend) for each case: every backend (oracle.backends), the
-    fp32 GPU sets only for STEP_OPS. A case with ``gpu_main`` false, or a ``sweep`` (on
-    SPOT_GRID), runs on the GPU in the slow run only: the main run keeps the GPU cases the
-    GPU module had there, and this module's main run no longer than the two it merges."""
-    for c in cases:
-        marks = []
-        if isinstance(c, type(pytest.param(0))):
-            c, marks = c.values, list(c.marks)
-        grid = FP32_SETS if op_of(c) in STEP_OPS else (SPOT_GRID if sweep else None)
-        for p in backends("BinaryOp", grid=grid, slow_gpu=sweep or not gpu_main(c)):
-            yield pytest.param(*c, p.values[0], marks=marks + list(p.marks), id=f"{p.id}-{c}")
+def with_backends(cases, gpu_main=None, sweep=False):
+    """oracle.case_backends for BinaryOp: the fp32 GPU sets only for STEP_OPS, SPOT_GRID for a
+    ``sweep`` (whose GPU runs are all in the slow run), ``gpu_main`` as there."""
+
+    def grid_of(case):
+        return FP32_SETS if case[0] in STEP_OPS else (SPOT_GRID if sweep else None)
+
+    return case_backends("BinaryOp", cases, grid_of, (lambda c: False) if sweep else gpu_main)
 
 
 def _operands(op: int, a_shape, b_shape, key):
@@ -79,7 +76,7 @@ SAME_CASES = [(op, s) for op in ALL_OPS for s in SAME_SHAPES]
 SAME_CASES += [pytest.param(op, s, marks=SLOW) for op in ALL_OPS for s in [(8, 5, 7), (4, 3, 5, 7)]]
 
 
-@pytest.mark.parametrize("op,shape,backend", list(with_backends(SAME_CASES)))
+@pytest.mark.parametrize("op,shape,backend", with_backends(SAME_CASES))
 def test_ops_same_shape(op, shape, backend):
     _check(backend, op, shape, shape)
 
@@ -90,7 +87,7 @@ SCALAR_CASES += [pytest.param(op, (8, 5, 7), marks=SLOW) for op in ALL_OPS]
 
 
 @pytest.mark.parametrize(
-    "op,shape,backend", list(with_backends(SCALAR_CASES, gpu_main=lambda c: c[1] in [(7,), (2, 3, 5, 7)]))
+    "op,shape,backend", with_backends(SCALAR_CASES, gpu_main=lambda c: c[1] in [(7,), (2, 3, 5, 7)])
 )
 def test_ops_scalar(op, shape, backend):
     g = rng("binaryop-scalar", op, shape)
@@ -196,7 +193,7 @@ BROADCAST += [pytest.param(1, a, b, 4, marks=SLOW) for a, b in TABLE]
 BROADCAST += [pytest.param(1, b, a, 4, marks=SLOW) for a, b in TABLE]
 
 
-@pytest.mark.parametrize("op,a,b,scale,backend", list(with_backends(BROADCAST, gpu_main=lambda c: c[0] == 1)))
+@pytest.mark.parametrize("op,a,b,scale,backend", with_backends(BROADCAST, gpu_main=lambda c: c[0] == 1))
 def test_broadcast_table(op, a, b, scale, backend):
     _check(backend, op, _scaled(_np(a), scale), _scaled(_np(b), scale))
 
@@ -263,7 +260,7 @@ RANK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("op,a_shape,b_shape,backend", list(with_backends(RANK_CASES, sweep=True)))
+@pytest.mark.parametrize("op,a_shape,b_shape,backend", with_backends(RANK_CASES, sweep=True))
 def test_rank_pairs(op, a_shape, b_shape, backend):
     _check(backend, op, a_shape, b_shape)
 

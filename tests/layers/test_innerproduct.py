@@ -40,24 +40,33 @@ def case(shape, num_output, bias=True, extra=None, fp16=False, num_input=None, k
     return params, weights, [x]
 
 
-def packed(*shape):
-    """A shape the GPU packs by 4: in the slow run only, with the packed GPU sets (the main
-    run's GPU set, fp32, does not pack)."""
-    return pytest.param(shape, marks=pytest.mark.slow, id=str(shape))
+def gpu_only(*values):
+    """A case only the GPU's list had, there for its packing (8 or 12 outputs or rows, 8 or 12
+    channels): in the slow run only, with the packed GPU sets (the main run's GPU set, fp32,
+    does not pack). In the main run they made this module's main run longer than the two it
+    merges (30 s against 26 s, two shared cores at load ~9)."""
+    return pytest.param(*values, marks=pytest.mark.slow)
 
 
-@pytest.mark.parametrize(
-    "shape", SHAPES_ALL + [packed(8, 5, 7), packed(8, 6), packed(4, 2, 3, 5), packed(12)], ids=str
-)
-@pytest.mark.parametrize("num_output,bias", [(7, True), (7, False), (8, True)], ids=str)
+# (shape, num_output, bias): a 2-D input flattens too (its weights are of the full rows x
+# columns size)
+FLATTEN = [(s, 7, bias) for s in SHAPES_ALL for bias in (True, False)]
+FLATTEN += [gpu_only(s, 8, True) for s in SHAPES_ALL]
+FLATTEN += [gpu_only(s, n, n == 8) for s in [(8, 5, 7), (8, 6), (4, 2, 3, 5), (12,)] for n in (7, 8)]
+
+
+@pytest.mark.parametrize("shape,num_output,bias", FLATTEN, ids=str)
 @pytest.mark.parametrize("backend", backends("InnerProduct"))
 def test_flatten(shape, num_output, bias, backend):
-    # (a 2-D input flattens too: its weights are of the full rows x columns size)
     check(backend, "InnerProduct", *case(shape, num_output, bias))
 
 
-@pytest.mark.parametrize("rows,num_input", [(1, 5), (7, 13), (16, 32), (3, 1), (8, 6)])
-@pytest.mark.parametrize("num_output", [1, 10, 12])
+BATCHED = [(r, n, out) for r, n in [(1, 5), (7, 13), (16, 32), (3, 1)] for out in (1, 10)]
+BATCHED += [gpu_only(r, n, 12) for r, n in [(1, 5), (7, 13), (16, 32), (3, 1)]]
+BATCHED += [gpu_only(8, 6, out) for out in (1, 10, 12)]
+
+
+@pytest.mark.parametrize("rows,num_input,num_output", BATCHED, ids=str)
 @pytest.mark.parametrize("backend", backends("InnerProduct"))
 def test_batched_rows(rows, num_input, num_output, backend):
     params, weights, inputs = case((rows, num_input), num_output, num_input=num_input)
@@ -68,7 +77,9 @@ def test_batched_rows(rows, num_input, num_output, backend):
 
 
 @pytest.mark.parametrize("act,act_params", ACTIVATIONS)
-@pytest.mark.parametrize("shape,num_input", [((3, 4, 5), None), ((6, 20), 20), ((8, 20), 20)], ids=str)
+@pytest.mark.parametrize(
+    "shape,num_input", [((3, 4, 5), None), ((6, 20), 20), gpu_only((8, 20), 20)], ids=str
+)
 @pytest.mark.parametrize("backend", backends("InnerProduct"))
 def test_activation(act, act_params, shape, num_input, backend):
     # after a flattened input and after a batch of rows (8 rows: packed with packing on)
