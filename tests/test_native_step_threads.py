@@ -69,8 +69,8 @@ def test_layer_work_counts_products_and_values():
     conv.num_output, conv.weight_data_size = 16, 16 * 8 * 9
     conv.bottoms, conv.tops = [0], [1]
     shapes = {0: (3, 10, 10, 1, 8, 4, 1), 1: (3, 10, 10, 1, 16, 4, 1)}
-    # 1600 outputs of 72 products each, 800 + 1600 values read and written
-    assert threads.layer_work(conv, shapes) == 1600 * 72 + threads.MACS_PER_ELEMENT * 2400
+    # 1600 outputs of 72 products each, 800 + 1600 values read and written, 1152 weights
+    assert threads.layer_work(conv, shapes) == 1600 * 72 + threads.MACS_PER_ELEMENT * (2400 + 1152)
     relu = ncnn_c.layer.create_layer_cpu("ReLU")
     relu.bottoms, relu.tops = [0], [1]
     assert threads.layer_work(relu, {0: shapes[0], 1: shapes[0]}) == threads.MACS_PER_ELEMENT * 1600

@@ -62,12 +62,13 @@ def _plane(shape: tuple | None) -> int:
 
 def layer_work(layer: Layer, shapes: dict[int, tuple]) -> int:
     """A layer's work in multiply-adds: its products (convolutions, inner products, Gemm,
-    pooling windows) plus ``MACS_PER_ELEMENT`` per value of its inputs and outputs."""
+    pooling windows) plus ``MACS_PER_ELEMENT`` per value of its inputs, outputs and weights
+    (an inner product of one row is a pass over its weights)."""
     ins = [shapes.get(b) for b in layer.bottoms]
     outs = [shapes.get(t) for t in layer.tops]
-    moved = sum(elements(s) for s in ins) + sum(elements(s) for s in outs)
     t = layer.type
     wds = int(getattr(layer, "weight_data_size", 0) or 0)
+    moved = sum(elements(s) for s in ins) + sum(elements(s) for s in outs) + wds
     nout = int(getattr(layer, "num_output", 0) or 0)
     macs = 0
     if t in _CONV and nout > 0 and outs:
