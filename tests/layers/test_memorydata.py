@@ -100,7 +100,9 @@ BINARY_CASES = [
 
 
 @pytest.mark.parametrize("x_shape,md_shape,op", BINARY_CASES, ids=str)
-@pytest.mark.parametrize("backend", backends("MemoryData"))
+@pytest.mark.parametrize(
+    "backend", backends("MemoryData", grid=["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"])
+)
 def test_with_binaryop_in_a_net(x_shape, md_shape, op, backend):
     g = rng("memorydata-net", x_shape, md_shape, op)
     x = randn(g, x_shape)

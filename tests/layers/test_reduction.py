@@ -25,6 +25,8 @@ from oracle import (
 )
 
 OPS = range(11)
+# the GPU sets the short lists run on: both packings, fp16 storage, fp16 arithmetic
+SETS = ["fp32", "fp32-pack", "fp16s-pack", "fp16sa"]
 PROD, LOGSUM = 6, 9
 # (8, 5, 7), packed channels on the GPU, is an extra of the GPU sweep: slow (the main run's budget)
 SHAPES = [
@@ -78,7 +80,7 @@ SOME_AXES = [
 
 @pytest.mark.parametrize("shape,axes", SOME_AXES, ids=str)
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("backend", backends("Reduction"))
+@pytest.mark.parametrize("backend", backends("Reduction", grid=SETS))
 def test_some_axes(op, shape, axes, backend):
     x = _input(op, shape, "some")
     check(backend, "Reduction", {0: op, 1: 0, 2: 2.0, 3: axes, 4: op % 2, 5: 1}, [], [x], **_tol(op))
@@ -96,7 +98,7 @@ def _reduce_all(backend, op, shape, pairs):
 
 @pytest.mark.parametrize("shape", REDUCE_ALL_SHAPES, ids=str)
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("backend", backends("Reduction"))
+@pytest.mark.parametrize("backend", backends("Reduction", grid=SETS))
 def test_reduce_all_and_coeff(op, shape, backend):
     _reduce_all(backend, op, shape, [(1, None), (0, -0.75)])  # (keepdims, coeff)
 
@@ -143,7 +145,7 @@ BIG = (
 
 
 @pytest.mark.parametrize("shape,params", BIG, ids=str)
-@pytest.mark.parametrize("backend", backends("Reduction"))
+@pytest.mark.parametrize("backend", backends("Reduction", grid=SETS))
 def test_big_blob(shape, params, backend):
     check(backend, "Reduction", params, [], [_big(shape)])
 

@@ -24,8 +24,8 @@ from oracle import (
 
 # a pure copy: results are bit-exact on the CPU and the fp32 GPU sets
 EXACT = dict(tol=0, tol_fp32=0)
-# the GPU sets whose layouts differ (packing, storage), for the sweeps over shapes the main run
-# checks on the GPU's first set only
+# the GPU sets whose layouts differ (packing, storage), for the sweeps; the short list of other
+# cuts runs on the whole grid
 FAST = ["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"]
 
 
@@ -59,7 +59,7 @@ MORE_SHAPES = [(64,), (7, 13), (16, 8, 8), (2, 3, 5, 7), (4, 6, 6, 6)]
 
 
 @pytest.mark.parametrize("shape,params,n", _axis_cases(SHAPES), ids=str)
-@pytest.mark.parametrize("backend", backends("Slice"))
+@pytest.mark.parametrize("backend", backends("Slice", grid=FAST))
 def test_every_axis(shape, params, n, backend):
     check(backend, "Slice", params, [], [_x(shape)], n_outputs=n, **EXACT)
 
@@ -88,7 +88,7 @@ def _short_cases():
 
 
 @pytest.mark.parametrize("shape,axis", list(_short_cases()), ids=str)
-@pytest.mark.parametrize("backend", backends("Slice"))
+@pytest.mark.parametrize("backend", backends("Slice", grid=FAST))
 def test_parts_short_of_the_axis(shape, axis, backend):
     """Sizes that leave the end of the axis out: the tail is dropped.
 
