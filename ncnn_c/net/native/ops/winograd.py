@@ -215,11 +215,12 @@ def split(tiles: int, kp: int, np_: int, n: int, lanes: int, threads: int) -> tu
                 per_point += WEIGHT_READ * rows * kp * g
             time = (n * n * per_point / items + ITEM) * -(-items // t)
             found.append((time, items, tc, ng))
-    # of the splits within SLACK of the fastest, the one of most items (up to BALANCE per
-    # thread): a thread that loses its core to another process then holds up a smaller part
+    # on more than one thread, of the splits within SLACK of the fastest the one of most items
+    # (up to BALANCE per thread): a thread that loses its core to another process then holds
+    # up a smaller part
     fastest = min(f[0] for f in found)
-    near = [f for f in found if f[0] <= fastest * (1 + SLACK) and f[1] <= BALANCE * threads]
-    _, _, tc, ng = max(near or found, key=lambda f: (f[1], -f[0]) if near else -f[0])
+    near = [f for f in found if f[0] <= fastest * (1 + SLACK) and f[1] <= BALANCE * threads and threads > 1]
+    _, _, tc, ng = max(near or found, key=lambda f: (f[1], -f[0]) if near else (-f[0], f[3]))
     return tc, ng
 
 
