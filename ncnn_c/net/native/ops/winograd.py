@@ -2,13 +2,16 @@
 
 oneDNN 3.2 has no fp32 Winograd on x86 (``dnnl_convolution_winograd`` is unimplemented,
 ``auto`` picks the direct kernel), and ncnn runs VGG's and YOLO's 3x3 layers through
-Winograd F(6,3). Here a convolution becomes three steps: the input transform
-(``_native/winograd.c``, a plan.c kernel) from nhwc or a blocked layout into the n*n
-GEMM inputs V[n*n][tiles][K], oneDNN's batched matmul against the transformed weights
-U[n*n][K][N] (transformed a few output channels at a time and prepacked once, when the
-plan is built; the plan keeps the packed copy alone) and the output transform with bias and
-the activation back into the input's layout. Tiles go through the three steps in chunks
-whose V and M stay in cache. A residual add after the convolution keeps the direct kernel
+Winograd F(6,3). Here a convolution becomes one plan step (``_native/winograd.c``, a
+plan.c kernel) with one OpenMP parallel region, whose threads take work items (a chunk of
+tiles x a group of output channels, ``split``) one at a time and run, each in its own slot:
+the input transform from nhwc or a blocked layout into the n*n GEMM inputs V[n*n][tiles][K],
+oneDNN's batched matmul (single-threaded, inside the region) against the group's columns of
+the transformed weights U[n*n][K][N] (transformed a few output channels at a time and
+prepacked once per group, when the plan is built; the plan keeps the packed copies alone)
+and the output transform with bias and the activation back into the input's layout; no
+barrier between them, so a thread that loses its core to another process holds up only its
+own item. A residual add after the convolution keeps the direct kernel
 (it has the add as a post-op); activations other than ReLU / leaky ReLU / Clip run as one
 eltwise primitive after the output transform.
 
@@ -17,7 +20,8 @@ layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on small ones, direct
 planes are tiny (the transformed weights, 4-7x the kernel, are read for few tiles) or the
 channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every
 layer direct, ``=63`` / ``=43`` forces that form on every layer it can take (tests,
-measurements); ``NCNN_C_WINOGRAD_CHUNK`` sets the tiles per chunk. ``forms(plan)`` is each
+measurements); ``NCNN_C_WINOGRAD_CHUNK`` / ``NCNN_C_WINOGRAD_GROUP`` set the tiles per chunk
+and the output channels per group. ``forms(plan)`` is each
 choice of a plan: {layer name: "winograd63" | "winograd43" | "direct"}.
 """
 
@@ -259,7 +263,7 @@ def convolution(
     folded: Callable[[], tuple],
     acts: list,
 ) -> bool:
-    """Add the convolution ``layer`` reading ``bottom`` as Winograd steps if it is 3x3,
+    """Add the convolution ``layer`` reading ``bottom`` as a Winograd step if it is 3x3,
     stride 1, ungrouped and the rule (or ``NCNN_C_WINOGRAD``) picks it: True when added,
     False when the direct kernel should run. ``geometry`` = (c, h, w, oc, oh, ow, pad_top,
     pad_left); ``folded()`` gives the weights (oc, c, 3, 3) and bias (oc,) or None with the
