@@ -18,6 +18,7 @@ from oracle import (
     _apply,
     assert_close,
     backends,
+    case_backends,
     check,
     make_bin,
     oracle_outputs,
@@ -99,9 +100,16 @@ BINARY_CASES = [
 ] + [((8, 5, 7), (8, 5, 7), 1), ((8, 5, 7), (8, 1, 1), 1), ((8, 5, 7), (7,), 1), ((3, 5, 7), (3, 5, 7), 1)]
 
 
-@pytest.mark.parametrize("x_shape,md_shape,op", BINARY_CASES, ids=str)
+# the 227x227 nets run on the GPU in the slow run only (the main run's time budget), on the CPU
+# in the main run
 @pytest.mark.parametrize(
-    "backend", backends("MemoryData", grid=["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"])
+    "x_shape,md_shape,op,backend",
+    case_backends(
+        "MemoryData",
+        BINARY_CASES,
+        grid_of=lambda case: ["fp32", "fp32-pack", "fp16s-pack", "fp16pa-pack"],
+        gpu_main=lambda case: case[0] != (3, 227, 227),
+    ),
 )
 def test_with_binaryop_in_a_net(x_shape, md_shape, op, backend):
     g = rng("memorydata-net", x_shape, md_shape, op)
