@@ -5,7 +5,8 @@
 # the checkout: the working tree (tracked and untracked, not ignored files) is copied to
 # $ARM64_ROOT/src/ncnn_c and built and tested there. See docs/portability.md for what it found.
 #
-#   sudo tools/aarch64_check.sh [STEP...]    steps: root venv sync build probe test (default: all)
+#   sudo tools/aarch64_check.sh [STEP...]    steps: root venv sync build probe test (the default),
+#                                            and wheel (pip wheel ., installed into a fresh venv)
 #
 # Environment: ARM64_ROOT (/tmp/arm64root), QEMU_DIR (/tmp/qemu-static), ARM64_TREE (what the sync
 # step copies: "worktree", the default, or a commit such as HEAD), TEST_ARGS (the pytest
@@ -153,6 +154,9 @@ print("_cpu kernels", cpu_kernels() is not None)
 for f in ("x86_avx", "x86_avx2", "x86_fma", "arm_neon", "arm_vfpv4", "arm_asimdhp"):
     print(f"cpu_support_{f}", getattr(cpu, "cpu_support_" + f)())
 print("oneDNN", onednn.get() is not None, onednn.reason())
+from ncnn_c._native import compile_glsl
+ok, spirv = compile_glsl(b"#version 450\nlayout(local_size_x = 64) in;\nvoid main() {}\n", "probe.comp")
+print("GLSL -> SPIR-V (_shaderc)", ok, len(spirv), "bytes")
 net = ncnn_c.Net()
 net.load_param("models/squeezenet_v1.1.param")
 net.load_model("models/squeezenet_v1.1.bin")
@@ -160,6 +164,31 @@ ex = net.create_extractor()
 ex.input("data", ncnn_c.Mat(np.random.default_rng(0).random((3, 227, 227), dtype=np.float32)))
 ret, out = ex.extract("prob")
 print("squeezenet extract", ret, np.array(out).shape)
+PY
+}
+
+# the wheel as `make wheel` builds it before auditwheel (pip's isolated build: setuptools and
+# cffi from PyPI, no oneDNN headers on aarch64), then installed into a fresh venv that imports
+# the extensions it carries
+step_wheel() {
+    emulator
+    say "pip wheel . (into /tmp/wheel of the root) and a fresh venv that installs it"
+    in_root sh -c "rm -rf /tmp/wheel /tmp/wheelvenv && cd $SRC && $VENV/bin/python -m pip wheel -q . --no-deps -w /tmp/wheel"
+    ls -l "$ROOT"/tmp/wheel/*.whl
+    # _int8 and _llm are in the wheel but load only after oneDNN (its libgomp): not imported here
+    in_root sh -c "python3 -m venv /tmp/wheelvenv && /tmp/wheelvenv/bin/pip install -q /tmp/wheel/*.whl"
+    in_root sh -c "cd / && /tmp/wheelvenv/bin/python -" <<'PY'
+import importlib
+for m in ("_cpu", "_hash", "_shaderc"):
+    print("wheel:", importlib.import_module("ncnn_c._native." + m).__file__)
+import numpy as np
+import ncnn_c
+net = ncnn_c.Net()
+net.load_param("/src/ncnn_c/models/squeezenet_v1.1.param")
+net.load_model("/src/ncnn_c/models/squeezenet_v1.1.bin")
+ex = net.create_extractor()
+ex.input("data", ncnn_c.Mat(np.ones((3, 227, 227), np.float32)))
+print("wheel: squeezenet extract", ex.extract("prob")[0])
 PY
 }
 
@@ -177,7 +206,7 @@ steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(root venv sync build probe test)
 for s in "${steps[@]}"; do
     case $s in
-        root | venv | sync | build | probe | test) "step_$s" ;;
-        *) echo "aarch64_check.sh: unknown step $s (root venv sync build probe test)" >&2; exit 2 ;;
+        root | venv | sync | build | probe | test | wheel) "step_$s" ;;
+        *) echo "aarch64_check.sh: unknown step $s (root venv sync build probe test wheel)" >&2; exit 2 ;;
     esac
 done
