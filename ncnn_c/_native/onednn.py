@@ -74,6 +74,11 @@ def _load():
 MADV_DONTNEED = 4
 
 
+# the clean executable spans of a library, found once (reading /proc/self/smaps costs 40-100 ms
+# in a process with lavapipe loaded, and a plan build asks to release after each grown layer)
+_code_spans: dict[str, list[tuple[int, ...]]] = {}
+
+
 def _release_code_pages(name: str) -> None:
     """Give back the pages of a library's code that loading it touched.
 
@@ -86,6 +91,11 @@ def _release_code_pages(name: str) -> None:
     try:
         libc = ctypes.CDLL(None)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        known = _code_spans.get(name)
+        if known is not None:  # a loaded library's code does not move: smaps is read once
+            for start, end in known:
+                libc.madvise(start, end - start, MADV_DONTNEED)
+            return
         spans, span, dirty = [], None, 0
         with open("/proc/self/smaps", encoding="ascii", errors="replace") as f:
             for line in f:
@@ -100,6 +110,8 @@ def _release_code_pages(name: str) -> None:
                     dirty = int(head[1])
         if span is not None and dirty == 0:
             spans.append(span)
+        if spans:
+            _code_spans[name] = spans
         for start, end in spans:
             libc.madvise(start, end - start, MADV_DONTNEED)
     except (OSError, ValueError, IndexError, AttributeError) as e:
