@@ -272,7 +272,11 @@ def test_transformed_weights_reproduce_a_correlation():
 
 
 @pytest.mark.parametrize(
-    "model", ["resnet50", "yolov4-tiny", "squeezenet_ssd", pytest.param("vgg16", marks=pytest.mark.slow)]
+    "model",
+    [
+        "yolov4-tiny",
+        *(pytest.param(m, marks=pytest.mark.slow) for m in ("resnet50", "squeezenet_ssd", "vgg16")),
+    ],
 )
 def test_networks_through_the_plan(model):
     # test_networks compares the first extract (the numpy layers that record the plan); here

@@ -70,7 +70,17 @@ def _assert_same(a: list, b: list, what: str) -> None:
 # squeezenet: one segment; mobilenet_ssd: PriorBox and DetectionOutput on the CPU between and
 # after GPU segments; nanodet_m and yolo-fastestv2: several outputs (later extracts replay as
 # children of the first); blazeface: two outputs of different heads
-@pytest.mark.parametrize("model", ["squeezenet", "mobilenet_ssd", "nanodet_m", "yolo-fastestv2", "blazeface"])
+# the SSD's two runs (10-12 s each on two cores) in the slow run CI also runs
+@pytest.mark.parametrize(
+    "model",
+    [
+        "squeezenet",
+        pytest.param("mobilenet_ssd", marks=pytest.mark.slow),
+        "nanodet_m",
+        "yolo-fastestv2",
+        "blazeface",
+    ],
+)
 @pytest.mark.parametrize("light", [True, False], ids=["light", "nolight"])
 def test_replay_gives_what_recording_gives(model, light):
     text, bin_bytes, inputs, outputs = _model(model)
