@@ -192,8 +192,15 @@ class VkBlobAllocator(VkAllocator):
             self.block_size = preferred_block_size
         self.alignment = max(vkdev.info.buffer_offset_alignment, 16)
         self.blocks: list[_Block] = []
-        self.type_index, flags = vkdev.memory_type_for(self.memory_kind)
-        self.mappable = bool(flags & _vk.MEMORY_HOST_VISIBLE) and host_visible is not False
+        self.type_index, self._type_flags = vkdev.memory_type_for(self.memory_kind)
+        self._host_visible = host_visible
+        self._set_flags(self._type_flags)
+
+    def _set_flags(self, flags: int) -> None:
+        """``mappable`` / ``coherent`` from the memory type in use. They are public and settable
+        (ncnn's fields), but a block is mapped only when its memory really is host visible: as
+        in ncnn, the type's own properties are put back when a block is made."""
+        self.mappable = bool(flags & _vk.MEMORY_HOST_VISIBLE) and self._host_visible is not False
         self.coherent = bool(flags & _vk.MEMORY_HOST_COHERENT)
 
     def _new_block(self, size: int) -> _Block:
@@ -201,15 +208,16 @@ class VkBlobAllocator(VkAllocator):
         buf = _vk.create_buffer(dev, size, _USAGE)
         try:
             req_size, _, bits = _vk.buffer_memory_requirements(dev, buf)
-            type_index = self.type_index
+            type_index, flags = self.type_index, self._type_flags
             if not bits & (1 << type_index):
-                type_index, _ = self.vkdev.memory_type_for(self.memory_kind, bits)
+                type_index, flags = self.vkdev.memory_type_for(self.memory_kind, bits)
             mem = _vk.allocate_memory(dev, req_size, type_index)
         except Exception:
             _vk.destroy_buffer(dev, buf)
             raise
         try:
             _vk.bind_buffer_memory(dev, buf, mem, 0)
+            self._set_flags(flags)
             mapped = _vk.map_memory(dev, mem) if self.mappable else None
         except Exception:
             _vk.destroy_buffer(dev, buf)
