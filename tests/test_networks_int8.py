@@ -133,7 +133,8 @@ def test_int8_network_default_options(model):
     text = param.read_text()
     ins, outs = parse_param(param)
     rcp = model in RCP_DEPTHWISE
-    if rcp and any(typ in DETECTION_TYPES for _, typ in outs):
+    heads = rcp and any(typ in DETECTION_TYPES for _, typ in outs)
+    if heads:
         # a few % apart in the heads moves the boxes: compare the heads, not the detections
         outs = detection_heads(text)
     g = np.random.default_rng(0)
@@ -149,7 +150,10 @@ def test_int8_network_default_options(model):
         if typ in DETECTION_TYPES:
             assert_same_detections(a, b, what, detection_thresholds(text))
             continue
-        if a.ndim == 1 and a.size >= 10:
+        # a classifier's scores have a top-1; a detection head flattened to 1-D (40k box
+        # confidences near 0.04, which differ by the bar below) has none: on a Sapphire Rapids
+        # the largest of them moved from box 29308 to 27040, both within RCP_TOL
+        if a.ndim == 1 and a.size >= 10 and not heads:
             assert int(np.argmax(a)) == int(np.argmax(b)), f"{what}: top-1 differs"
         err = rel_l2(a, b)
         assert err <= (RCP_TOL if rcp else TOL), f"{what}: relative L2 error {err:.3g}"
