@@ -25,8 +25,8 @@ def models_dir() -> pathlib.Path:
 #   other case outside the grid sample on one GPU option set, the set rotating from case to
 #   case so that each set sees an even share of the sweep.
 # NCNN_C_TEST_FULL_GRID=1 runs every case on every set (about twice the slow run's time).
-MAIN_CASES = 12
-GRID_CASES = 12
+MAIN_CASES = 48
+GRID_CASES = 24
 
 
 def _spread(n: int, k: int) -> set[int]:
