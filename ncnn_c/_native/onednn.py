@@ -79,6 +79,25 @@ MADV_DONTNEED = 4
 _code_spans: dict[str, list[tuple[int, ...]]] = {}
 
 
+def _clean_code_spans(name: str) -> list[tuple[int, ...]]:
+    """(start, end) of each executable mapping of ``name`` with no private dirty page."""
+    spans, span, dirty = [], None, 0
+    with open("/proc/self/smaps", encoding="ascii", errors="replace") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5:  # a mapping's first line
+                if span is not None and dirty == 0:
+                    spans.append(span)
+                span, dirty = None, 0
+                if len(head) >= 6 and name in head[5] and head[1] == "r-xp":
+                    span = tuple(int(x, 16) for x in head[0].split("-"))
+            elif span is not None and head[0] == "Private_Dirty:":
+                dirty = int(head[1])
+    if span is not None and dirty == 0:
+        spans.append(span)
+    return spans
+
+
 def _release_code_pages(name: str) -> None:
     """Give back the pages of a library's code that loading it touched.
 
@@ -91,27 +110,11 @@ def _release_code_pages(name: str) -> None:
     try:
         libc = ctypes.CDLL(None)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        known = _code_spans.get(name)
-        if known is not None:  # a loaded library's code does not move: smaps is read once
-            for start, end in known:
-                libc.madvise(start, end - start, MADV_DONTNEED)
-            return
-        spans, span, dirty = [], None, 0
-        with open("/proc/self/smaps", encoding="ascii", errors="replace") as f:
-            for line in f:
-                head = line.split()
-                if "-" in head[0] and len(head) >= 5:  # a mapping's first line
-                    if span is not None and dirty == 0:
-                        spans.append(span)
-                    span, dirty = None, 0
-                    if len(head) >= 6 and name in head[5] and head[1] == "r-xp":
-                        span = tuple(int(x, 16) for x in head[0].split("-"))
-                elif span is not None and head[0] == "Private_Dirty:":
-                    dirty = int(head[1])
-        if span is not None and dirty == 0:
-            spans.append(span)
-        if spans:
-            _code_spans[name] = spans
+        spans = _code_spans.get(name)
+        if spans is None:  # a loaded library's code does not move: smaps is read once
+            spans = _clean_code_spans(name)
+            if spans:
+                _code_spans[name] = spans
         for start, end in spans:
             libc.madvise(start, end - start, MADV_DONTNEED)
     except (OSError, ValueError, IndexError, AttributeError) as e:
