@@ -815,6 +815,7 @@ def _fake_net() -> Net:
 def fake_gpu(monkeypatch):
     ns = _fake_gpu_api()
     monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
+    monkeypatch.setattr(vkf_mod, "_devices", lambda: ns)
     relu = layer_to_index("ReLU")
 
     def create_vk(t):
@@ -897,6 +898,7 @@ def test_user_pipeline_cache_is_not_owned(fake_gpu):
 def test_no_vulkan_device_falls_back_to_cpu(monkeypatch, caplog):
     ns = _fake_gpu_api(gpu_count=0)
     monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
+    monkeypatch.setattr(vkf_mod, "_devices", lambda: ns)
     net = Net()
     net.opt.use_vulkan_compute = True
     assert net.load_param_mem(RELU_NET) == 0

@@ -38,6 +38,7 @@ def gpu(monkeypatch):
 
     ns = ns._replace(get_gpu_count=count, get_gpu_device=device)
     monkeypatch.setattr(vkf_mod, "_gpu", lambda: ns)
+    monkeypatch.setattr(vkf_mod, "_devices", lambda: ns)
     relu = layer_to_index("ReLU")
 
     def create_vk(t):

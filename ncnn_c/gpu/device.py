@@ -110,6 +110,22 @@ _WANTED_EXTENSIONS = (
 )
 
 
+def _resizable_bar(types, heaps) -> bool:
+    """Whether the CPU can map the whole of a discrete GPU's memory (resizable BAR), ncnn's
+    test: the first device-local heap has a host-visible device-local type, and no type of
+    that heap is host cached (some drivers call a part of host memory a device-local heap)."""
+    heap = next((i for i, (_size, f) in enumerate(heaps) if f & _vk.MEMORY_HEAP_DEVICE_LOCAL), -1)
+    both = _vk.MEMORY_DEVICE_LOCAL | _vk.MEMORY_HOST_VISIBLE
+    found = False
+    for flags, h in types:
+        if h != heap:
+            continue
+        if flags & _vk.MEMORY_HOST_CACHED:
+            return False
+        found = found or flags & both == both
+    return found
+
+
 class GpuInfo:
     """What one physical device is and can do. Bug flags are plain writable attributes."""
 
@@ -165,6 +181,7 @@ class GpuInfo:
         # unified memory: every device-local memory type is also host visible (CPU and most iGPUs)
         dl = [f for f, _ in self.memory_types if f & _vk.MEMORY_DEVICE_LOCAL]
         self.unified_memory = bool(dl) and all(f & _vk.MEMORY_HOST_VISIBLE for f in dl)
+        self.resizable_bar = self.unified_memory or _resizable_bar(self.memory_types, self.memory_heaps)
 
         for flag in BUG_FLAGS:
             setattr(self, flag, False)
@@ -483,18 +500,29 @@ class VulkanDevice:
     # -- memory types --------------------------------------------------------------------------
     def memory_type_for(self, kind: str, type_bits: int = 0xFFFFFFFF) -> tuple[int, int]:
         """(memory type index, property flags) for "blob", "weight" or "staging" memory."""
-        types = self.info.memory_types
         uma = self.info.unified_memory
+        coherent = _vk.MEMORY_HOST_VISIBLE | _vk.MEMORY_HOST_COHERENT
         if kind == "staging":
-            required = _vk.MEMORY_HOST_VISIBLE | _vk.MEMORY_HOST_COHERENT
-            preferred = _vk.MEMORY_HOST_CACHED  # downloads read it back on the CPU
-            # on a discrete GPU, host-visible device-local memory is the small BAR window
+            # downloads read it back on the CPU; on a discrete GPU, host-visible device-local
+            # memory is the (maybe small) BAR window
             avoided = 0 if uma else _vk.MEMORY_DEVICE_LOCAL
-        else:
-            required = _vk.MEMORY_DEVICE_LOCAL
-            # on unified memory a mappable blob skips the staging copy entirely
-            preferred = (_vk.MEMORY_HOST_VISIBLE | _vk.MEMORY_HOST_COHERENT) if uma else 0
-            avoided = 0 if uma else _vk.MEMORY_HOST_VISIBLE
+            return self._memory_type(kind, type_bits, coherent, _vk.MEMORY_HOST_CACHED, avoided)
+        if kind == "weight" and not uma and self.info.resizable_bar:
+            # a discrete GPU whose memory the CPU maps whole (resizable BAR): weights are
+            # written in place, with no staging copy, as ncnn does there (uploads write mapped
+            # memory without a flush, so only a coherent type will do)
+            i, flags = self._memory_type(
+                kind, type_bits, _vk.MEMORY_DEVICE_LOCAL, coherent, _vk.MEMORY_HOST_CACHED
+            )
+            if flags & coherent == coherent:
+                return i, flags
+        # on unified memory a mappable blob skips the staging copy entirely
+        preferred = coherent if uma else 0
+        avoided = 0 if uma else _vk.MEMORY_HOST_VISIBLE
+        return self._memory_type(kind, type_bits, _vk.MEMORY_DEVICE_LOCAL, preferred, avoided)
+
+    def _memory_type(self, kind: str, type_bits: int, required: int, preferred: int, avoided: int):
+        types = self.info.memory_types
         avoided |= _vk.MEMORY_PROTECTED | _vk.MEMORY_LAZILY_ALLOCATED | 0xC0  # AMD device-coherent bits
         best, best_score = -1, None
         for i, (flags, _heap) in enumerate(types):

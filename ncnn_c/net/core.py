@@ -214,9 +214,11 @@ class Net:
 
     def _make_vkdev(self, find: Callable[[Any, Any], Any], arg) -> None:
         """Start ``find(gpu, arg)`` (the device, or None: logged) on a thread of its own; the
-        GPU modules are imported here first, so that two threads never import them at once."""
+        device module is imported here first, so that two threads never import it at once.
+        Only that module: the other GPU modules are imported by this thread while the driver
+        starts on the other one."""
         try:
-            gpu = vulkan_forward._gpu()
+            gpu = vulkan_forward._devices()
         except Exception:  # noqa: BLE001 - reported by find, the net stays on the CPU
             self._vkdev = find(None, arg)
             return
@@ -237,7 +239,7 @@ class Net:
         """set_vulkan_device(index): that GPU's device, None (logged) when there is none."""
         try:
             if gpu is None:
-                gpu = vulkan_forward._gpu()
+                gpu = vulkan_forward._devices()
             return gpu.get_gpu_device(index)
         except Exception as e:  # noqa: BLE001 - reported, the net stays on the CPU
             log.error("set_vulkan_device: no Vulkan device %d: %s", index, e)
@@ -248,7 +250,7 @@ class Net:
         """The device of GPU ``index`` (None or < 0: the default GPU); None when no GPU."""
         try:
             if gpu is None:
-                gpu = vulkan_forward._gpu()
+                gpu = vulkan_forward._devices()
             if gpu.get_gpu_count() <= 0:
                 return None
             if index is None or index < 0:

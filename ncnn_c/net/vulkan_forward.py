@@ -68,6 +68,24 @@ class GpuApi(NamedTuple):
     record_convert: Callable[..., None]  # (cmd, pipeline, src, dst, elempack, fp16, opt)
 
 
+class DeviceApi(NamedTuple):
+    """The three device functions of GpuApi, for the thread that makes a net's device: they
+    import ``gpu/device.py`` alone, so that the driver starts before the other GPU modules
+    (pipelines, commands, the Vulkan layers) are imported, which the caller's thread then
+    does while the driver works (cffi releases the GIL around its calls)."""
+
+    get_gpu_count: Callable[[], int]
+    get_default_gpu_index: Callable[[], int]
+    get_gpu_device: Callable[..., Any]
+
+
+@functools.cache
+def _device_module() -> DeviceApi:
+    from ..gpu import device
+
+    return DeviceApi(device.get_gpu_count, device.get_default_gpu_index, device.get_gpu_device)
+
+
 @functools.cache
 def _gpu_modules() -> GpuApi:
     from ..gpu import _vk, command, compiler, device, pipeline, pipelinecache, vkmat
@@ -110,6 +128,12 @@ def keep_fp32_before_int8(view: NetView, on_gpu: list[int], opts: list[Option]) 
 def _gpu() -> GpuApi:
     """The GPU modules, imported on first use (tests replace this function)."""
     return _gpu_modules()
+
+
+def _devices() -> DeviceApi:
+    """The device functions alone, imported on first use (tests replace this function with
+    their ``_gpu``: a GpuApi has the same three fields)."""
+    return _device_module()
 
 
 def mask_device_features(opt: Option, vkdev) -> None:
