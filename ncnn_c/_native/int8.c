@@ -207,7 +207,7 @@ static void quantize_range(const float *src, int8_t *dst, int64_t n, float s)
         dst[i] = float2int8(src[i] * s);
 }
 
-void ncnnc_int8_quantize(const void *ctx, void *const *ptrs)
+int ncnnc_int8_quantize(const void *ctx, void *const *ptrs)
 {
     const ncnnc_quantize_ctx *c = (const ncnnc_quantize_ctx *)ctx;
     const float *src = (const float *)ptrs[0];
@@ -219,6 +219,7 @@ void ncnnc_int8_quantize(const void *ctx, void *const *ptrs)
         const int64_t end = (k + 1) * CHUNK < n ? (k + 1) * CHUNK : n;
         quantize_range(src + k * CHUNK, dst + k * CHUNK, end - k * CHUNK, c->scale);
     }
+    return 0;
 }
 
 static inline float activate(float v, int act, float a0, float a1)
@@ -258,7 +259,7 @@ static void dequantize_row(const ncnnc_dequantize_ctx *c, const int32_t *acc, fl
     }
 }
 
-void ncnnc_int8_dequantize(const void *ctx, void *const *ptrs)
+int ncnnc_int8_dequantize(const void *ctx, void *const *ptrs)
 {
     const ncnnc_dequantize_ctx *c = (const ncnnc_dequantize_ctx *)ctx;
     const int32_t *src = (const int32_t *)ptrs[0];
@@ -268,6 +269,7 @@ void ncnnc_int8_dequantize(const void *ctx, void *const *ptrs)
 #pragma omp parallel for schedule(static) if (pixels * ch > CHUNK)
     for (int64_t p = 0; p < pixels; p++)
         dequantize_row(c, src + p * ch, dst ? dst + p * ch : 0, dst8 ? dst8 + p * ch : 0);
+    return 0;
 }
 
 /* n elements of one run: channel ch + j of element j (vec), or channel ch for all of them */
@@ -295,7 +297,7 @@ static void channels_run(const ncnnc_channels_ctx *c, const void *src, void *dst
     }
 }
 
-void ncnnc_int8_channels(const void *ctx, void *const *ptrs)
+int ncnnc_int8_channels(const void *ctx, void *const *ptrs)
 {
     const ncnnc_channels_ctx *c = (const ncnnc_channels_ctx *)ctx;
     const char *src = (const char *)ptrs[0];
@@ -317,4 +319,5 @@ void ncnnc_int8_channels(const void *ctx, void *const *ptrs)
         for (int64_t i = 0; i < len; i += block)
             channels_run(c, src + (at + i) * in_size, dst + (at + i) * out_size, block, g * block, 1);
     }
+    return 0;
 }

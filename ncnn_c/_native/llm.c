@@ -58,7 +58,7 @@ static float sum_squares(const float *x, int64_t n)
     return s;
 }
 
-void ncnnc_rmsnorm(const void *vctx, void *const *ptrs)
+int ncnnc_rmsnorm(const void *vctx, void *const *ptrs)
 {
     const ncnnc_rmsnorm_ctx *c = (const ncnnc_rmsnorm_ctx *)vctx;
     const float *src = (const float *)ptrs[0];
@@ -77,9 +77,10 @@ void ncnnc_rmsnorm(const void *vctx, void *const *ptrs)
                 y[i] = x[i] * a;
         }
     }
+    return 0;
 }
 
-void ncnnc_rope(const void *vctx, void *const *ptrs)
+int ncnnc_rope(const void *vctx, void *const *ptrs)
 {
     const ncnnc_rope_ctx *c = (const ncnnc_rope_ctx *)vctx;
     const float *src = (const float *)ptrs[0];
@@ -100,6 +101,7 @@ void ncnnc_rope(const void *vctx, void *const *ptrs)
             y[j * step + second] = x0 * sn[j] + x1 * cs[j];
         }
     }
+    return 0;
 }
 
 /* four rows of W against x: four running sums, vectorised by the compiler (omp simd lets it
@@ -136,7 +138,7 @@ static void gemv_rows(const float *w, const float *x, float *y, int64_t n0, int6
     }
 }
 
-void ncnnc_gemv(const void *vctx, void *const *ptrs)
+int ncnnc_gemv(const void *vctx, void *const *ptrs)
 {
     const ncnnc_gemv_ctx *c = (const ncnnc_gemv_ctx *)vctx;
     const float *x = (const float *)ptrs[0];
@@ -151,4 +153,5 @@ void ncnnc_gemv(const void *vctx, void *const *ptrs)
             y[r] = c->alpha == 1.0f ? v : v * c->alpha;
         }
     }
+    return 0;
 }

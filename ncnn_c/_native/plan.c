@@ -19,8 +19,9 @@ int omp_get_max_threads(void);
 const char ncnnc_plan_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
 /* a step of ncnn_c's own C instead of a primitive (prim NULL): called with its context and
-   the data pointers of its argument memories, in order; it runs OpenMP loops itself */
-typedef void (*ncnnc_kernel)(const void *ctx, void *const *ptrs);
+   the data pointers of its argument memories, in order; it runs OpenMP loops itself and
+   returns 0, or non-zero when it failed (the run then stops there) */
+typedef int (*ncnnc_kernel)(const void *ctx, void *const *ptrs);
 #define NCNNC_KERNEL_MAX_ARGS 8
 
 typedef struct {
@@ -42,8 +43,7 @@ static int run_kernel(const ncnnc_step *s)
     for (int j = 0; j < s->nargs; j++)
         if (dnnl_memory_get_data_handle(s->args[j].memory, &ptrs[j]) != dnnl_success)
             return -1;
-    s->kernel(s->ctx, ptrs);
-    return 0;
+    return s->kernel(s->ctx, ptrs) == 0 ? 0 : -1;
 }
 
 static double now(void)

@@ -62,26 +62,39 @@ class CSteps:
         self.module, self.names, self.without = module, names, without
         self._lock = threading.Lock()
         self._got: tuple | None = None
+        self._ext = None
         self._tried = False
 
     def get(self):
         """(ffi, {name: address}) of the extension's steps, or None."""
+        self._try()
+        return self._got
+
+    def extension(self):
+        """The loaded extension module itself (``.ffi``, ``.lib``: its other functions), or None."""
+        self._try()
+        return self._ext
+
+    def _try(self) -> None:
         with self._lock:
             if not self._tried:
                 self._tried = True
-                self._got = self._load()
-            return self._got
+                self._ext = self._load()
+                if self._ext is not None:
+                    ffi, lib = self._ext.ffi, self._ext.lib
+                    self._got = (
+                        ffi,
+                        {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in self.names},
+                    )
 
     def _load(self):
         if dnnl_module().get() is None:
             return None
         try:
-            mod = importlib.import_module(f"ncnn_c._native.{self.module}")
+            return importlib.import_module(f"ncnn_c._native.{self.module}")
         except ImportError as e:
             log.info("native plan: %s: the %s extension is not built: %s", self.without, self.module, e)
             return None
-        ffi, lib = mod.ffi, mod.lib
-        return ffi, {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in self.names}
 
     def step(self, name: str, ctype: str, fields: dict, keep=()):
         """A Kernel calling ``name`` with a new ``ctype`` context of ``fields``; ``keep`` holds

@@ -27,16 +27,14 @@ choice of a plan: {layer name: "winograd63" | "winograd43" | "direct"}.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import weakref
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 
-from ..plan import NativePlan, Segment, dnnl_module, no_reference
+from ..plan import CSteps, NativePlan, Segment, dnnl_module, no_reference
 
 log = logging.getLogger("ncnn_c")
 
@@ -44,27 +42,26 @@ log = logging.getLogger("ncnn_c")
 # ones; nhwc ("acdb", oneDNN's brgconv on AVX-512) takes the kernels' best width
 LANES = {"aBcd16b": 16, "aBcd8b": 8, "acdb": 0}
 
-_F = Fraction
 # G of F(m,3) over the points 0, +-1, +-2, +-1/2 (F(6,3)) / 0, +-1, +-2 (F(4,3)) and
 # infinity, scaled to go with the integer-friendly B^T and A^T written out in winograd_kernels.h
 G = {
     6: [
-        [_F(1), _F(0), _F(0)],
-        [_F(-2, 9), _F(-2, 9), _F(-2, 9)],
-        [_F(-2, 9), _F(2, 9), _F(-2, 9)],
-        [_F(1, 90), _F(1, 45), _F(2, 45)],
-        [_F(1, 90), _F(-1, 45), _F(2, 45)],
-        [_F(1, 45), _F(1, 90), _F(1, 180)],
-        [_F(1, 45), _F(-1, 90), _F(1, 180)],
-        [_F(0), _F(0), _F(1)],
+        [1.0, 0.0, 0.0],
+        [-2 / 9, -2 / 9, -2 / 9],
+        [-2 / 9, 2 / 9, -2 / 9],
+        [1 / 90, 1 / 45, 2 / 45],
+        [1 / 90, -1 / 45, 2 / 45],
+        [1 / 45, 1 / 90, 1 / 180],
+        [1 / 45, -1 / 90, 1 / 180],
+        [0.0, 0.0, 1.0],
     ],
     4: [
-        [_F(1, 4), _F(0), _F(0)],
-        [_F(-1, 6), _F(-1, 6), _F(-1, 6)],
-        [_F(-1, 6), _F(1, 6), _F(-1, 6)],
-        [_F(1, 24), _F(1, 12), _F(1, 6)],
-        [_F(1, 24), _F(-1, 12), _F(1, 6)],
-        [_F(0), _F(0), _F(1)],
+        [1 / 4, 0.0, 0.0],
+        [-1 / 6, -1 / 6, -1 / 6],
+        [-1 / 6, 1 / 6, -1 / 6],
+        [1 / 24, 1 / 12, 1 / 6],
+        [1 / 24, -1 / 12, 1 / 6],
+        [0.0, 0.0, 1.0],
     ],
 }
 
@@ -95,7 +92,7 @@ def transform_weights(weight: np.ndarray, m: int, out: np.ndarray | None = None)
     return out
 
 
-_mod = None
+_STEPS = CSteps("_winograd", ("ncnnc_wino_run",), "3x3 convolutions run direct (no Winograd)")
 _forms: weakref.WeakKeyDictionary[NativePlan, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
@@ -108,16 +105,7 @@ def forms(plan: NativePlan) -> dict[str, str]:
 def kernels():
     """The ``_winograd`` extension (``.ffi``, ``.lib``), or None when it was not built (or
     oneDNN, whose symbols it uses, cannot be loaded)."""
-    global _mod
-    if _mod is None:
-        if dnnl_module().get() is None:
-            return None
-        try:
-            _mod = importlib.import_module("ncnn_c._native._winograd")
-        except ImportError as e:
-            log.info("native plan: no Winograd convolutions (python -m ncnn_c._native.build_winograd): %s", e)
-            _mod = False
-    return _mod or None
+    return _STEPS.extension()
 
 
 def nhwc_lanes() -> int:
