@@ -145,3 +145,22 @@ def test_vs_ncnn_table_chart_and_failures(tmp_path):
     assert "ncnn_c slower with" not in r.stdout  # one thread count: nothing to compare
     r = subprocess.run(cmd[:2] + ["--models", "nosuchmodel"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nosuchmodel'" in r.stderr
+
+
+def test_contention_benchmark_line_per_policy():
+    """benchmarks/contention.py: one line per wait policy, quiet/busy=ratio per model; a
+    malformed --env is a usage error."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "contention.py"), "--loops", "2", "--busy", "1"]
+    cmd += ["--models", "squeezenet_v1.1", "--env", "", "GOMP_SPINCOUNT=1000"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# ") and "1 busy processes" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:]] == ["default", "GOMP_SPINCOUNT=1000"]
+    for ln in lines[1:]:
+        m = re.search(r"squeezenet_v1\.1 (\d+\.\d\d)/(\d+\.\d\d)=(\d+\.\d\d)x  load ", ln)
+        assert m, ln
+        quiet, busy, ratio = (float(m.group(i)) for i in (1, 2, 3))
+        assert abs(ratio - busy / quiet) < 0.01 + 0.01 * ratio
+    bad = subprocess.run([*cmd[:2], "--env", "nonsense"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
