@@ -162,5 +162,7 @@ def test_contention_benchmark_line_per_policy():
         assert m, ln
         quiet, busy, ratio = (float(m.group(i)) for i in (1, 2, 3))
         assert abs(ratio - busy / quiet) < 0.01 + 0.01 * ratio
-    bad = subprocess.run([*cmd[:2], "--env", "nonsense"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [*cmd[:2], "--env", "nonsense"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
