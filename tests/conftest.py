@@ -10,6 +10,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 
+# A busy machine turns two-thread native runs into one-thread ones (net/native/contention.py).
+# The test machine is busy with the suite itself at times, and what a test counts (plans made)
+# must not depend on that: off here and in the processes tests start, on in
+# tests/test_native_contention.py, with a stand-in for the machine's load.
+os.environ.setdefault("NCNN_C_CONTENTION", "0")
+
 
 @pytest.fixture(scope="session")
 def models_dir() -> pathlib.Path:

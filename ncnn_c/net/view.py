@@ -21,6 +21,9 @@ from ..option import Option
 from .graph import Blob
 from .plan import LayerOptions, Plan
 
+# option value sets whose per-layer Options a net keeps (and plans keyed by them stay reachable)
+LAYER_OPTION_SETS = 4
+
 
 class NetView:
     """A Net's graph, caches and Vulkan device (see the module docstring)."""
@@ -54,7 +57,7 @@ class NetView:
         self.vkdev: Any = None  # the VulkanDevice
         self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
         self._plans: dict[int, Plan] = {}
-        self._layer_opts: LayerOptions | None = None
+        self._layer_opts: list[LayerOptions] = []  # the last few, newest first
 
     # -- the Net's side ------------------------------------------------------------------------
     def set_graph(self, blobs: list[Blob], layers: list[Layer]) -> None:
@@ -72,7 +75,7 @@ class NetView:
     def forget_plans(self) -> None:
         """Drop what was made from the layers (they changed, or their weights did)."""
         self._plans = {}
-        self._layer_opts = None
+        self._layer_opts = []
         self.replays.clear()
         self.native_plans.clear()
 
@@ -92,11 +95,19 @@ class NetView:
 
     def layer_options(self, opt: Option) -> LayerOptions:
         """Each layer's Option for the values of ``opt`` (an extractor's), made again only
-        when they differ from the last ones asked for: compared by value at each extract, so
-        ``ex.opt.x = ...`` is honoured. A new object whenever made (keys hold it)."""
-        lo = self._layer_opts
-        if lo is None or not lo.matches(opt):
-            lo = self._layer_opts = LayerOptions(opt, self.layers)
+        when they differ from the last few sets asked for: compared by value at each extract,
+        so ``ex.opt.x = ...`` is honoured. A new object whenever made (plan keys hold it, so
+        going back to earlier values, as a busy machine's one-thread runs do, finds the
+        plans made for them)."""
+        kept = self._layer_opts
+        for i, lo in enumerate(kept):
+            if lo.matches(opt):
+                if i:
+                    kept.insert(0, kept.pop(i))
+                return lo
+        lo = LayerOptions(opt, self.layers)
+        kept.insert(0, lo)
+        del kept[LAYER_OPTION_SETS:]
         return lo
 
     def input_names(self) -> list[str]:

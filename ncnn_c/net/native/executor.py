@@ -23,6 +23,7 @@ from ...option import Option
 from ..reference import ReferenceExecutor
 from ..state import BlobState
 from ..view import NetView
+from . import contention
 from .ops import NATIVE_TYPES, OPS
 from .plan import NativePlan, NativePlans, available, builtin, shape_of, skipped_types
 
@@ -98,6 +99,10 @@ class NativeExecutor:
                 return None
         if not set(view.plan(index).sources) <= inputs.keys():
             return None  # an unfed input runs as an empty Mat: the numpy path does that
+        threads = contention.STATE.threads(opt.num_threads)
+        if threads != opt.num_threads:
+            opt = opt.copy()  # a plan of its own: the key holds the option values
+            opt.num_threads = threads
         lo = view.layer_options(opt)
         opts = lo.per_layer
         key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))

@@ -1,0 +1,102 @@
+"""A busy machine: two-thread native runs take one thread (net/native/contention.py), with a
+plan of their own, and go back to two threads (and their plan) once the machine is quiet.
+The machine's load is a stand-in here: the real one would make the test depend on it."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from test_native_plan import SQUEEZE, _x
+
+import ncnn_c
+from ncnn_c.net.native import contention
+
+
+class Load:
+    """Runnable tasks the stand-in reports; one read per extract of a two-thread run."""
+
+    def __init__(self, running: int | None) -> None:
+        self.running = running
+        self.reads = 0
+
+    def __call__(self) -> int | None:
+        self.reads += 1
+        return self.running
+
+
+@pytest.fixture
+def load(monkeypatch):
+    monkeypatch.setenv("NCNN_C_CONTENTION", "1")
+    stand_in = Load(1)
+    monkeypatch.setattr(contention, "STATE", contention.Contention(stand_in, cpus=16))
+    return stand_in
+
+
+def test_busy_after_a_streak_and_quiet_after_one(load):
+    state = contention.STATE
+    assert [state.threads(2) for _ in range(3)] == [2, 2, 2]
+    load.running = 18  # 16 busy processes beside this run's two threads
+    assert [state.threads(2) for _ in range(3)] == [2, 1, 1]  # one busy read is not enough
+    load.running = 15  # 13 others leave three CPUs: two are enough
+    assert [state.threads(2) for _ in range(3)] == [1, 2, 2]
+
+
+def test_an_isolated_read_does_not_flip(load):
+    state = contention.STATE
+    seq = []
+    for running in (18, 1, 18, 1, 18):
+        load.running = running
+        seq.append(state.threads(2))
+    assert seq == [2, 2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("threads", [1, 3, 4, 8])
+def test_other_thread_counts_are_the_callers(load, threads):
+    load.running = 64
+    assert [contention.STATE.threads(threads) for _ in range(3)] == [threads] * 3
+    assert load.reads == 0  # nothing read either
+
+
+def test_no_load_figure_or_switched_off(load, monkeypatch):
+    load.running = None  # no /proc/loadavg
+    assert [contention.STATE.threads(2) for _ in range(3)] == [2, 2, 2]
+    load.running = 64
+    monkeypatch.setenv("NCNN_C_CONTENTION", "0")
+    assert [contention.STATE.threads(2) for _ in range(3)] == [2, 2, 2]
+
+
+def test_the_real_load_reads():
+    running = contention._read_running()
+    assert running is not None and running >= 1  # this test's thread is running
+
+
+def run(net, x) -> np.ndarray:
+    ex = net.create_extractor()
+    ex.input("data", ncnn_c.Mat(x))
+    ret, out = ex.extract("prob")
+    assert ret == 0
+    return np.array(out).copy()
+
+
+def test_a_busy_machine_runs_a_one_thread_plan_then_two_again(load, caplog):
+    net = ncnn_c.Net()
+    net.opt.num_threads = 2
+    assert net.load_param(SQUEEZE[0]) == 0 and net.load_model(SQUEEZE[1]) == 0
+    plans = net._view.native_plans
+    x = _x(3)
+    quiet = [run(net, x) for _ in range(2)]  # records the two-thread plan, runs it
+    assert plans.built == 1
+    load.running = 18
+    with caplog.at_level(logging.INFO, logger="ncnn_c"):
+        busy = [run(net, x) for _ in range(4)]
+    assert "the machine is busy (18 runnable tasks, 16 CPUs)" in caplog.text
+    assert plans.built == 2  # the one-thread plan, recorded once
+    load.running = 1
+    again = [run(net, x) for _ in range(4)]
+    assert plans.built == 2  # back on the two-thread plan: nothing recorded
+    for out in busy + again:
+        np.testing.assert_allclose(out, quiet[0], rtol=1e-5, atol=1e-6)
+    # the extractor's own option is left as the caller set it
+    assert net.create_extractor().opt.num_threads == 2
