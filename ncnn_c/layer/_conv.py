@@ -102,7 +102,7 @@ _BT = np.array(
     ],
     dtype=np.float64,
 )
-_G = np.array(
+G_F43 = np.array(  # also the native plan's F(4,3) (net/native/ops/winograd.py)
     [
         [1 / 4, 0, 0],
         [-1 / 6, -1 / 6, -1 / 6],
@@ -119,7 +119,7 @@ _AT = np.array(
 )
 _KB = np.kron(_BT, _BT).astype(np.float32)  # (36, 36): d (6x6 tile, row-major) -> V
 _KA = np.kron(_AT, _AT).astype(np.float32)  # (16, 36): M -> Y (4x4)
-_KG = np.kron(_G, _G)  # (36, 9): g (3x3) -> U
+_KG = np.kron(G_F43, G_F43)  # (36, 9): g (3x3) -> U
 
 
 def winograd43_weights(weight: np.ndarray, outc: int, inc: int) -> np.ndarray:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ....layer._conv import G_F43
 from ..plan import CSteps, NativePlan, Segment, dnnl_module, no_reference
 
 log = logging.getLogger("ncnn_c")
@@ -55,14 +56,7 @@ G = {
         [1 / 45, -1 / 90, 1 / 180],
         [0.0, 0.0, 1.0],
     ],
-    4: [
-        [1 / 4, 0.0, 0.0],
-        [-1 / 6, -1 / 6, -1 / 6],
-        [-1 / 6, 1 / 6, -1 / 6],
-        [1 / 24, 1 / 12, 1 / 6],
-        [1 / 24, -1 / 12, 1 / 6],
-        [0.0, 0.0, 1.0],
-    ],
+    4: G_F43,  # the numpy Convolution's own
 }
 
 
