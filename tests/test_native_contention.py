@@ -100,3 +100,11 @@ def test_a_busy_machine_runs_a_one_thread_plan_then_two_again(load, caplog):
         np.testing.assert_allclose(out, quiet[0], rtol=1e-5, atol=1e-6)
     # the extractor's own option is left as the caller set it
     assert net.create_extractor().opt.num_threads == 2
+
+
+def test_no_loadavg_file_reads_none_once(monkeypatch):
+    monkeypatch.setattr(contention, "LOADAVG", "/nonexistent/loadavg")
+    monkeypatch.setattr(contention, "_fd", None)
+    assert contention._read_running() is None
+    assert contention._fd == -1  # not tried again at every extract
+    assert contention._read_running() is None

@@ -1,15 +1,15 @@
 """On a machine whose cores are all busy, a two-thread native plan runs on one thread.
 
 Measured beside one CPU-bound process per core (``benchmarks/contention.py``,
-docs/decisions.md, contention): a lone thread keeps its speed (0.95-1.3x of its quiet latency
-on the 16-core host and on the 2-core VM), while two threads lose 1.3-12x. Every parallel
+docs/decisions.md, contention): a lone thread mostly keeps its speed (0.95-1.3x of its quiet
+latency on the 16-core host and on the 2-core VM), while two threads lose 1.3-12x. Every parallel
 region ends in a join, and a worker that slept must wait for a core that a busy process holds.
 Two threads at best halve the time, so on a busy machine one thread is faster. With more
 threads the split gains more than the joins lose (8 threads beside 16 busy processes:
 1.2-2.7x of quiet, one thread 3-4x), so only ``num_threads == 2`` falls back.
 
 Busy: the runnable tasks of the whole system (``/proc/loadavg``'s fourth field, read at each
-extract for about 2 µs) less this run's own threads leave fewer than two of the online CPUs
+extract, about 2 µs) less this run's own threads leave fewer than two of the online CPUs
 free, on ``STREAK`` extracts in a row; quiet again after as many quiet ones. The one-thread
 run is a plan of its own (recorded once, on the first busy extract of a shape), whose results
 agree with the two-thread plan's as every thread count's do (relative 1e-5). Off the Linux
@@ -33,13 +33,27 @@ def enabled() -> bool:
     return os.environ.get("NCNN_C_CONTENTION", "1") != "0"
 
 
+_fd: int | None = None  # None: not open yet; -1: the system has no such file
+
+
 def _read_running() -> int | None:
-    """Runnable tasks on the whole system now, or None where the kernel does not say."""
-    try:
-        with open(LOADAVG, "rb") as f:
-            return int(f.read(128).split()[3].split(b"/")[0])
-    except (OSError, ValueError, IndexError):
-        return None
+    """Runnable tasks on the whole system now, or None where the kernel does not say. The
+    file stays open (a pread regenerates it: 2 µs, against 5-10 for an open each time)."""
+    global _fd
+    for _attempt in range(2):
+        if _fd == -1:
+            return None
+        try:
+            if _fd is None:
+                _fd = os.open(LOADAVG, os.O_RDONLY | os.O_CLOEXEC)
+            return int(os.pread(_fd, 128, 0).split()[3].split(b"/")[0])
+        except FileNotFoundError:
+            _fd = -1
+        except OSError:
+            _fd = None  # closed under us (a daemonising fork, say): open it once more
+        except (ValueError, IndexError):
+            return None
+    return None
 
 
 class Contention:
