@@ -57,7 +57,7 @@ class NetView:
         self.vkdev: Any = None  # the VulkanDevice
         self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
         self._plans: dict[int, Plan] = {}
-        self._layer_opts: list[LayerOptions] = []  # the last few, newest first
+        self._layer_opts: list[LayerOptions] = []  # the last few made, newest first
 
     # -- the Net's side ------------------------------------------------------------------------
     def set_graph(self, blobs: list[Blob], layers: list[Layer]) -> None:
@@ -100,14 +100,12 @@ class NetView:
         going back to earlier values, as a busy machine's one-thread runs do, finds the
         plans made for them)."""
         kept = self._layer_opts
-        for i, lo in enumerate(kept):
+        for lo in list(kept):  # a snapshot: threads sharing the net may add meanwhile
             if lo.matches(opt):
-                if i:
-                    kept.insert(0, kept.pop(i))
                 return lo
         lo = LayerOptions(opt, self.layers)
-        kept.insert(0, lo)
-        del kept[LAYER_OPTION_SETS:]
+        # the oldest made goes first; kept whole, never reordered, so a reader never trips
+        self._layer_opts = [lo, *kept][:LAYER_OPTION_SETS]
         return lo
 
     def input_names(self) -> list[str]:
