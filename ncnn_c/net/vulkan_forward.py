@@ -88,13 +88,11 @@ def _device_module() -> DeviceApi:
 
 @functools.cache
 def _gpu_modules() -> GpuApi:
-    from ..gpu import _vk, command, compiler, device, pipeline, pipelinecache, vkmat
+    from ..gpu import _vk, command, compiler, pipeline, pipelinecache, vkmat
     from ..layer import vulkan as vklayer
 
     return GpuApi(
-        get_gpu_count=device.get_gpu_count,
-        get_default_gpu_index=device.get_default_gpu_index,
-        get_gpu_device=device.get_gpu_device,
+        **_device_module()._asdict(),  # GpuApi's first three fields are DeviceApi's
         PipelineCache=pipelinecache.PipelineCache,
         Pipeline=pipeline.Pipeline,
         VkCompute=command.VkCompute,
