@@ -1,6 +1,6 @@
 """Process start to the first result: ncnn_c against the PyPI ``ncnn`` (issue 14 §5).
 
-    python benchmarks/startup.py [--runs N] [--backend vulkan|cpu ...] [--no-ncnn]
+    python benchmarks/startup.py [--runs N] [--backend vulkan|cpu ...] [--no-ncnn] [--early]
                                  [--model PARAM BIN] [--shape W,H,C] [--no-bytecode]
                                  [--importtime] [--json out.json]
 
@@ -20,6 +20,9 @@ order an application does it:
   file a warm-up run saved, ``opt.pipeline_cache``: the warm start. The PyPI ``ncnn`` keeps
   no pipeline cache in Python; its warm start is the second start, with the driver's disk
   cache (Mesa's or NVIDIA's) filled by the warm-up run;
+* ``--early`` adds ``ncnn_c-early`` on Vulkan: the script's first lines are ``import
+  ncnn_c`` and ``ncnn_c.start_gpu_device()``, then ``import numpy`` and the rest as above, so
+  the driver starts before numpy is imported (the idiom ``docs/performance.md`` describes);
 * ``load_model``, and ``extract``: the first inference (extractor, input, the output as a
   numpy array).
 
@@ -59,9 +62,15 @@ def _child(lib: str, backend: str, param: str, model: str, cache_file: str, shap
     def mark(stage: str) -> None:
         marks.append((stage, time.monotonic()))
 
+    early = lib == "ncnn_c-early"
+    if early:  # the fast-start idiom: the driver starts before anything else is imported
+        import ncnn_c
+
+        if backend == "vulkan":
+            ncnn_c.start_gpu_device()
     import numpy as np
 
-    ncnn = __import__("ncnn_c" if lib == "ncnn_c" else "ncnn")
+    ncnn = __import__("ncnn" if lib == "ncnn" else "ncnn_c")
     mark("import")
     vulkan = backend == "vulkan"
     net = ncnn.Net()
@@ -71,11 +80,11 @@ def _child(lib: str, backend: str, param: str, model: str, cache_file: str, shap
     mark("load_param")
     cache = None
     if vulkan:
-        vkdev = net.vulkan_device() if lib == "ncnn_c" else ncnn.get_gpu_device(0)
+        vkdev = ncnn.get_gpu_device(0) if lib == "ncnn" else net.vulkan_device()
         if vkdev is None:
             raise SystemExit("no Vulkan device")
         mark("device")
-        if lib == "ncnn_c":
+        if lib != "ncnn":
             cache = ncnn.PipelineCache(vkdev)
             if os.path.exists(cache_file):
                 cache.load_cache(cache_file)
@@ -103,7 +112,7 @@ def _child(lib: str, backend: str, param: str, model: str, cache_file: str, shap
         r["stages"][stage] = t - prev
         prev = t
     r["proc_python_s"] = _proc_age() - (time.monotonic() - marks[0][1])
-    if lib == "ncnn_c" and vulkan:
+    if lib != "ncnn" and vulkan:
         from ncnn_c.gpu import device
 
         timings = getattr(device, "init_timings", None)
@@ -196,6 +205,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="timed starts per configuration (median; default 7)")
     ap.add_argument("--backend", action="append", choices=("vulkan", "cpu"), help="default: both")
     ap.add_argument("--no-ncnn", action="store_true", help="only ncnn_c")
+    ap.add_argument(
+        "--early", action="store_true", help="add ncnn_c-early on Vulkan: start_gpu_device() before numpy"
+    )
     ap.add_argument("--model", nargs=2, metavar=("PARAM", "BIN"), default=[str(p) for p in SQUEEZENET])
     ap.add_argument("--shape", default="227,227,3", help="the first input's W,H,C (default 227,227,3)")
     ap.add_argument("--no-bytecode", action="store_true", help="run the children in this environment as is")
@@ -210,6 +222,9 @@ def main() -> int:
     backends = args.backend or ["vulkan", "cpu"]
     libs = ["ncnn_c"] if args.no_ncnn else ["ncnn_c", "ncnn"]
     configs = [(lib, b) for b in backends for lib in libs]
+    if args.early and "vulkan" in backends:
+        configs.insert(configs.index(("ncnn_c", "vulkan")) + 1, ("ncnn_c-early", "vulkan"))
+        libs.append("ncnn_c-early")
     WORK.mkdir(parents=True, exist_ok=True)
     for lib in libs:  # a fresh warm cache for this checkout's shaders
         Path(WORK / f"{Path(args.model[0]).stem}.{lib}.vkcache").unlink(missing_ok=True)
@@ -235,7 +250,7 @@ def main() -> int:
     print(f"# load after: {os.getloadavg()[0]:.2f}; median of {args.runs} starts, seconds")
 
     names = [f"{lib} {b}" for lib, b in configs]
-    print(f"{'stage':<22}" + "".join(f"{n:>14}" for n in names))
+    print(f"{'stage':<22}" + "".join(f"{n:>20}" for n in names))
 
     def med(cfg, get) -> float | None:
         vals = [v for v in (get(r) for r in runs[cfg]) if v is not None]
@@ -244,12 +259,12 @@ def main() -> int:
     for stage in STAGES:
         cells = [med(c, lambda r, s=stage: r["stages"].get(s)) for c in configs]
         if any(v is not None for v in cells):
-            print(f"{stage:<22}" + "".join(f"{fmt_s(v):>14}" for v in cells))
-    print(f"{'first result':<22}" + "".join(f"{fmt_s(med(c, lambda r: r['total_s'])):>14}" for c in configs))
-    print(f"{'CPU seconds':<22}" + "".join(f"{fmt_s(med(c, lambda r: r['cpu_s'])):>14}" for c in configs))
+            print(f"{stage:<22}" + "".join(f"{fmt_s(v):>20}" for v in cells))
+    print(f"{'first result':<22}" + "".join(f"{fmt_s(med(c, lambda r: r['total_s'])):>20}" for c in configs))
+    print(f"{'CPU seconds':<22}" + "".join(f"{fmt_s(med(c, lambda r: r['cpu_s'])):>20}" for c in configs))
     print(
         f"{'python (/proc/stat)':<22}"
-        + "".join(f"{fmt_s(med(c, lambda r: r['proc_python_s'])):>14}" for c in configs)
+        + "".join(f"{fmt_s(med(c, lambda r: r['proc_python_s'])):>20}" for c in configs)
     )
     for cfg in configs:
         inits = [r["device_init"] for r in runs[cfg] if r.get("device_init")]

@@ -57,6 +57,7 @@ _EXPORTS = {
     "get_default_gpu_index": "gpu.device",
     "get_gpu_info": "gpu.device",
     "get_gpu_device": "gpu.device",
+    "start_gpu_device": "gpu.device",
     "PipelineCache": "gpu.pipelinecache",
     "VkMat": "gpu.vkmat",
     "VkCompute": "gpu.command",
@@ -156,6 +157,7 @@ if TYPE_CHECKING:
     from .gpu.device import get_gpu_count as get_gpu_count
     from .gpu.device import get_gpu_device as get_gpu_device
     from .gpu.device import get_gpu_info as get_gpu_info
+    from .gpu.device import start_gpu_device as start_gpu_device
     from .gpu.pipeline import Pipeline as Pipeline
     from .gpu.pipelinecache import PipelineCache as PipelineCache
     from .gpu.vkallocator import VkAllocator as VkAllocator

@@ -188,6 +188,16 @@ def test_reflection_accepts_words(shader_dir):
     assert resolve_shader_info(words) == resolve_shader_info(spirv)
 
 
+def _zero_word_after_function(spirv: bytes) -> bytes:
+    """``spirv`` with the instruction after its first OpFunction made a zero-length word."""
+    words = list(struct.unpack(f"<{len(spirv) // 4}I", spirv))
+    pos = 5
+    while words[pos] & 0xFFFF != 54:  # OpFunction
+        pos += words[pos] >> 16
+    words[pos + (words[pos] >> 16)] = 0
+    return struct.pack(f"<{len(words)}I", *words)
+
+
 @pytest.mark.parametrize(
     "mutate, reason",
     [
@@ -196,6 +206,8 @@ def test_reflection_accepts_words(shader_dir):
         (lambda s: b"\x00\x00\x00\x00" + s[4:], "magic"),
         (lambda s: s + struct.pack("<I", (50 << 16) | 1), "past the end"),
         (lambda s: s[:20] + struct.pack("<I", 0) + s[24:], "past the end"),
+        # inside a function body, which reflection walks for its bounds only
+        (lambda s: _zero_word_after_function(s), "past the end"),
     ],
 )
 def test_reflection_rejects_malformed(shader_dir, mutate, reason):

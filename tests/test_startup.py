@@ -143,3 +143,75 @@ def test_device_timings_are_recorded():
     t = device.init_timings()
     assert t["instance_s"] > 0 and t["instance_at"] > 0
     assert {"instance_thread"} <= set(t)
+
+
+def test_gpu_modules_are_imported_while_the_device_is_made(gpu, monkeypatch):
+    """load_param imports the GPU modules (those load_model and a PipelineCache need) during
+    its wait for the driver: the device here comes only after that import, so a load_param
+    that imported them after its wait would never get there."""
+    ready, _, _ = gpu
+    api = vkf_mod._gpu()
+    imported: list[bool] = []
+
+    def gpu_modules():
+        imported.append(ready.is_set())
+        ready.set()
+        return api
+
+    monkeypatch.setattr(vkf_mod, "_gpu", gpu_modules)
+    net = _vk_net()
+    assert net.load_param_mem(RELU_NET) == 0
+    assert imported and imported[0] is False
+    assert net.vulkan_device() is FAKE_DEVICE
+
+
+def test_start_gpu_device_rejects_a_non_index():
+    with pytest.raises(TypeError, match="device_index"):
+        ncnn_c.start_gpu_device("0")  # type: ignore[arg-type]
+
+
+_EARLY = """
+import logging, sys, threading
+logging.basicConfig(level=logging.ERROR, stream=sys.stdout)
+import ncnn_c
+ncnn_c.start_gpu_device({index})
+assert threading.active_count() == 2, threading.enumerate()
+for t in threading.enumerate():
+    if t is not threading.main_thread():
+        t.join(60)
+from ncnn_c.gpu import device
+print("modules", "ncnn_c.gpu.pipelinecache" in sys.modules)
+print("thread", device.init_timings().get("device_thread"))
+net = ncnn_c.Net()
+net.opt.use_vulkan_compute = True
+print("param", net.load_param_mem({net!r}), net.opt.use_vulkan_compute)
+"""
+
+
+@pytest.mark.gpu
+def test_start_gpu_device_makes_the_device_on_a_thread():
+    """The fast-start idiom: the device is made on a thread of its own, with the GPU modules
+    imported after it, and a Net takes that device."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _EARLY.format(index="", net=RELU_NET)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert "modules True" in out and "thread ncnn_c-vulkan-device" in out
+    assert "param 0 True" in out
+
+
+@pytest.mark.gpu
+def test_start_gpu_device_with_no_such_gpu_logs_it_and_a_net_takes_its_own():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _EARLY.format(index="7", net=RELU_NET)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert "invalid gpu index 7" in out
+    assert "modules False" in out and "thread None" in out
+    assert "param 0 True" in out  # the net's own device (opt.vulkan_device_index), as without it

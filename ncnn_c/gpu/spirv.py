@@ -40,6 +40,7 @@ _OP_TYPE_RUNTIME_ARRAY = 29
 _OP_TYPE_STRUCT = 30
 _OP_TYPE_POINTER = 32
 _OP_VARIABLE = 59
+_OP_FUNCTION = 54
 _OP_DECORATE = 71
 
 # decorations
@@ -118,6 +119,8 @@ def resolve_shader_info(spirv) -> ShaderInfo:
         count, op = w >> 16, w & 0xFFFF
         if count == 0 or pos + count > n:
             raise SpirvError(f"SPIR-V instruction at word {pos} (opcode {op}) runs past the end")
+        if op == _OP_FUNCTION:
+            break
         a = words[pos + 1 : pos + count]
         if op == _OP_DECORATE and len(a) >= 2:
             target, dec = a[0], a[1]
@@ -148,6 +151,15 @@ def resolve_shader_info(spirv) -> ShaderInfo:
             sampled_images.add(a[0])
         elif op == _OP_VARIABLE and len(a) >= 3:
             variables.append((a[1], a[0], a[2]))
+        pos += count
+    # Function bodies follow every decoration, type and global variable (the logical layout
+    # of a module): three quarters of a shader's words, only walked for their bounds here
+    while pos < n:
+        count = words[pos] >> 16
+        if count == 0 or pos + count > n:
+            raise SpirvError(
+                f"SPIR-V instruction at word {pos} (opcode {words[pos] & 0xFFFF}) runs past the end"
+            )
         pos += count
 
     if not has_compute_entry:

@@ -128,6 +128,15 @@ def _gpu() -> GpuApi:
     return _gpu_modules()
 
 
+def import_gpu_modules() -> None:
+    """Import the GPU modules ahead of their first use, while the device is being made on
+    another thread; a failure here is left for that first use to report."""
+    try:
+        _gpu()
+    except Exception:  # noqa: BLE001 - reported again, with its context, where it matters
+        log.debug("import_gpu_modules: the GPU modules did not import", exc_info=True)
+
+
 def _devices() -> DeviceApi:
     """The device functions alone, imported on first use (tests replace this function with
     their ``_gpu``: a GpuApi has the same three fields)."""
