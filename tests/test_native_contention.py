@@ -108,3 +108,68 @@ def test_no_loadavg_file_reads_none_once(monkeypatch):
     assert contention._read_running() is None
     assert contention._fd == -1  # not tried again at every extract
     assert contention._read_running() is None
+
+
+def _busy(state, load) -> None:
+    load.running = 18
+    while not state.busy:
+        state.threads(2)
+
+
+def test_busy_runs_measure_both_counts_then_take_the_faster(load):
+    state = contention.STATE
+    _busy(state, load)
+    key = ("net", 0, ((0, (3, 8, 8)),))
+    n = contention.SAMPLES
+    seen = []
+    for _ in range(2 * n):
+        t = state.threads(2, key)
+        seen.append(t)
+        state.record(key, t, 0.010 if t == 1 else 0.004)  # two threads faster here
+    assert seen == [1] * n + [2] * n
+    choices = [state.threads(2, key) for _ in range(contention.PROBE)]
+    # two threads from now on, one probe of one thread among every PROBE extracts
+    assert choices.count(2) == contention.PROBE - 1 and choices.count(1) == 1
+
+
+def test_a_probe_that_finds_one_thread_faster_switches_back(load):
+    state = contention.STATE
+    _busy(state, load)
+    key = "k"
+    for _ in range(2 * contention.SAMPLES):
+        t = state.threads(2, key)
+        state.record(key, t, 0.010 if t == 1 else 0.004)
+    # the load changes: one thread is now the faster; each probe brings a new sample
+    picks = []
+    for _ in range(contention.PROBE * (contention.SAMPLES + 1)):
+        t = state.threads(2, key)
+        picks.append(t)
+        state.record(key, t, 0.002 if t == 1 else 0.004)
+    assert picks[-5:] == [1] * 5
+
+
+def test_timings_are_kept_only_while_busy_and_per_spell(load):
+    state = contention.STATE
+    key = "k"
+    state.record(key, 2, 0.001)  # quiet: nothing kept
+    assert not state._timings
+    _busy(state, load)
+    for _ in range(2 * contention.SAMPLES):
+        t = state.threads(2, key)
+        state.record(key, t, 0.010 if t == 1 else 0.004)
+    assert state.threads(2, key) == 2
+    load.running = 1
+    while state.busy:
+        assert state.threads(2, key) in (1, 2)
+    assert not state._timings  # the next busy spell measures afresh
+    _busy(state, load)
+    assert state.threads(2, key) == 1
+
+
+def test_busy_timings_keep_a_bounded_number_of_keys(load):
+    state = contention.STATE
+    _busy(state, load)
+    for k in range(contention.KEYS + 10):
+        state.threads(2, k)
+    assert len(state._timings) == contention.KEYS
+    assert 0 not in state._timings and contention.KEYS + 9 in state._timings

@@ -4,9 +4,16 @@ Measured beside one CPU-bound process per core (``benchmarks/contention.py``,
 docs/decisions.md, contention): a lone thread mostly keeps its speed (0.95-1.3x of its quiet
 latency on the 16-core host and on the 2-core VM), while two threads lose 1.3-12x. Every parallel
 region ends in a join, and a worker that slept must wait for a core that a busy process holds.
-Two threads at best halve the time, so on a busy machine one thread is faster. With more
+Two threads at best halve the time, so on a busy machine one thread is often faster. With more
 threads the split gains more than the joins lose (8 threads beside 16 busy processes:
 1.2-2.7x of quiet, one thread 3-4x), so only ``num_threads == 2`` falls back.
+
+Which of the two is faster on a busy machine depends on the network and the host (16-core
+host, 2026-12-02: SqueezeNet 7.5 ms on one thread against 8.3 on two, ResNet50 92 against
+67), so while the machine is busy each plan key measures both: its first busy extracts run on
+one thread, then ``SAMPLES`` on two, and from then on it runs the one with the lower median
+of its last ``SAMPLES`` extracts, trying the other once every ``PROBE`` extracts so that a
+change in the load is seen.
 
 Busy: the runnable tasks of the whole system (``/proc/loadavg``'s fourth field, read at each
 extract, about 2 µs) less this run's own threads leave fewer than two of the online CPUs
@@ -20,13 +27,22 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import threading
+from collections import OrderedDict, deque
+from collections.abc import Hashable
 
 log = logging.getLogger("ncnn_c")
 
 # consecutive extracts that must agree before the thread count changes
 STREAK = 2
 LOADAVG = "/proc/loadavg"
+# busy extracts per thread count measured before choosing, and kept for the median
+SAMPLES = 3
+# on a busy machine, every PROBE-th extract of a plan key runs the thread count not chosen
+PROBE = 16
+# plan keys whose busy timings are kept (least recently used dropped first)
+KEYS = 64
 
 
 def enabled() -> bool:
@@ -56,8 +72,30 @@ def _read_running() -> int | None:
     return None
 
 
+class _Timings:
+    """One plan key's busy extract times per thread count, and its busy extract count."""
+
+    __slots__ = ("count", "seconds")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds: dict[int, deque[float]] = {1: deque(maxlen=SAMPLES), 2: deque(maxlen=SAMPLES)}
+
+    def choose(self) -> int:
+        """The thread count for this key's next busy extract."""
+        self.count += 1
+        one, two = self.seconds[1], self.seconds[2]
+        if len(one) < SAMPLES:
+            return 1
+        if len(two) < SAMPLES:
+            return 2
+        best = 1 if statistics.median(one) <= statistics.median(two) else 2
+        return 3 - best if self.count % PROBE == 0 else best
+
+
 class Contention:
-    """The busy / quiet state with its streak (one per process: the machine is one)."""
+    """The busy / quiet state with its streak (one per process: the machine is one), and the
+    busy timings of each plan key."""
 
     def __init__(self, read=_read_running, cpus: int | None = None) -> None:
         self._read = read
@@ -65,10 +103,22 @@ class Contention:
         self._lock = threading.Lock()
         self.busy = False
         self._streak = 0
+        self._timings: OrderedDict[Hashable, _Timings] = OrderedDict()
 
-    def threads(self, num_threads: int) -> int:
-        """The thread count to run a plan with: 1 for a two-thread run on a busy machine,
-        else ``num_threads``."""
+    def record(self, key: Hashable, threads: int, seconds: float) -> None:
+        """A plan run of ``key`` on ``threads`` threads took ``seconds``: kept while the
+        machine is busy (what ``threads`` then chooses by), ignored otherwise."""
+        if not self.busy or threads not in (1, 2):
+            return
+        with self._lock:
+            t = self._timings.get(key) if self.busy else None
+            if t is not None:
+                t.seconds[threads].append(seconds)
+
+    def threads(self, num_threads: int, key: Hashable = None) -> int:
+        """The thread count to run a plan with: for a two-thread run on a busy machine 1 or 2,
+        whichever ran ``key``'s extracts faster lately (without a key, 1); else
+        ``num_threads``."""
         if num_threads != 2 or not enabled():
             return num_threads
         running = self._read()
@@ -83,12 +133,24 @@ class Contention:
                 self._streak += 1
                 if self._streak >= STREAK:
                     self.busy, self._streak = busy_now, 0
+                    self._timings.clear()  # a new spell of load: measured afresh
                     log.info(
                         "native plan: %s (%d runnable tasks, %d CPUs): two-thread runs %s",
                         "the machine is busy" if busy_now else "the machine is quiet again",
                         running, self._cpus, "take one thread" if busy_now else "take two again",
                     )  # fmt: skip
-            return 1 if self.busy else num_threads
+            if not self.busy:
+                return num_threads
+            if key is None:
+                return 1
+            t = self._timings.get(key)
+            if t is None:
+                t = self._timings[key] = _Timings()
+                if len(self._timings) > KEYS:
+                    self._timings.popitem(last=False)
+            else:
+                self._timings.move_to_end(key)
+            return t.choose()
 
 
 STATE = Contention()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import numpy as np
 
@@ -99,13 +100,15 @@ class NativeExecutor:
                 return None
         if not set(view.plan(index).sources) <= inputs.keys():
             return None  # an unfed input runs as an empty Mat: the numpy path does that
-        threads = contention.STATE.threads(opt.num_threads)
+        shapes = tuple((i, shape_of(m)) for i, m in inputs.items())
+        busy_key = (id(view), index, shapes)  # the same for every thread count
+        threads = contention.STATE.threads(opt.num_threads, busy_key)
         if threads != opt.num_threads:
             opt = opt.copy()  # a plan of its own: the key holds the option values
             opt.num_threads = threads
         lo = view.layer_options(opt)
         opts = lo.per_layer
-        key = (index, lo, tuple((i, shape_of(m)) for i, m in inputs.items()))
+        key = (index, lo, shapes)
         plans: NativePlans = view.native_plans
         plan = plans.take(key)
         if plan is None:
@@ -113,11 +116,13 @@ class NativeExecutor:
             plan = plans.take(loose) if loose is not None else None
         if plan is not None:
             saved = list(mats)
+            start = time.perf_counter()
             try:
                 ret = plan.run(state, self._reference.forward, opts, opt)
             finally:
                 plan.lock.release()
             if ret == 0:
+                contention.STATE.record(busy_key, threads, time.perf_counter() - start)
                 state.partial = True
                 return 0
             log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
