@@ -1,6 +1,7 @@
-"""A busy machine: two-thread native runs take one thread (net/native/contention.py), with a
-plan of their own, and go back to two threads (and their plan) once the machine is quiet.
-The machine's load is a stand-in here: the real one would make the test depend on it."""
+"""A busy machine: two-thread native runs take one thread or two, whichever ran faster there
+(net/native/contention.py), the one-thread run with a plan of its own, and go back to two
+threads (and their plan) once the machine is quiet. The machine's load is a stand-in here:
+the real one would make the test depend on it."""
 
 from __future__ import annotations
 
@@ -90,9 +91,14 @@ def test_a_busy_machine_runs_a_one_thread_plan_then_two_again(load, caplog):
     assert plans.built == 1
     load.running = 18
     with caplog.at_level(logging.INFO, logger="ncnn_c"):
-        busy = [run(net, x) for _ in range(4)]
+        # one extract before the streak, one that records the one-thread plan, then the
+        # measured runs: SAMPLES on one thread, SAMPLES on two
+        busy = [run(net, x) for _ in range(2 + 2 * contention.SAMPLES)]
     assert "the machine is busy (18 runnable tasks, 16 CPUs)" in caplog.text
-    assert plans.built == 2  # the one-thread plan, recorded once
+    assert plans.built == 2  # the one-thread plan, recorded once; the two-thread one reused
+    (timings,) = contention.STATE._timings.values()
+    assert [len(timings.seconds[t]) for t in (1, 2)] == [contention.SAMPLES] * 2
+    assert all(v > 0 for t in (1, 2) for v in timings.seconds[t])
     load.running = 1
     again = [run(net, x) for _ in range(4)]
     assert plans.built == 2  # back on the two-thread plan: nothing recorded

@@ -1,4 +1,5 @@
-"""On a machine whose cores are all busy, a two-thread native plan runs on one thread.
+"""On a machine whose cores are all busy, a two-thread native plan runs on one thread or
+two, whichever is faster there.
 
 Measured beside one CPU-bound process per core (``benchmarks/contention.py``,
 docs/decisions.md, contention): a lone thread mostly keeps its speed (0.95-1.3x of its quiet
@@ -137,7 +138,8 @@ class Contention:
                     log.info(
                         "native plan: %s (%d runnable tasks, %d CPUs): two-thread runs %s",
                         "the machine is busy" if busy_now else "the machine is quiet again",
-                        running, self._cpus, "take one thread" if busy_now else "take two again",
+                        running, self._cpus,
+                        "measure one and two threads" if busy_now else "take two again",
                     )  # fmt: skip
             if not self.busy:
                 return num_threads
