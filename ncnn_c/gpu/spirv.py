@@ -111,6 +111,7 @@ def resolve_shader_info(spirv) -> ShaderInfo:
     sampled_images: set[int] = set()
     variables: list[tuple[int, int, int]] = []  # (id, pointer type, storage class)
     has_compute_entry = False
+    in_body = False
 
     pos = 5
     n = len(words)
@@ -119,8 +120,12 @@ def resolve_shader_info(spirv) -> ShaderInfo:
         count, op = w >> 16, w & 0xFFFF
         if count == 0 or pos + count > n:
             raise SpirvError(f"SPIR-V instruction at word {pos} (opcode {op}) runs past the end")
-        if op == _OP_FUNCTION:
-            break
+        if in_body or op == _OP_FUNCTION:
+            # function bodies follow every decoration, type and global variable (the logical
+            # layout of a module): three quarters of a shader's words, walked for their bounds
+            in_body = True
+            pos += count
+            continue
         a = words[pos + 1 : pos + count]
         if op == _OP_DECORATE and len(a) >= 2:
             target, dec = a[0], a[1]
@@ -151,15 +156,6 @@ def resolve_shader_info(spirv) -> ShaderInfo:
             sampled_images.add(a[0])
         elif op == _OP_VARIABLE and len(a) >= 3:
             variables.append((a[1], a[0], a[2]))
-        pos += count
-    # Function bodies follow every decoration, type and global variable (the logical layout
-    # of a module): three quarters of a shader's words, only walked for their bounds here
-    while pos < n:
-        count = words[pos] >> 16
-        if count == 0 or pos + count > n:
-            raise SpirvError(
-                f"SPIR-V instruction at word {pos} (opcode {words[pos] & 0xFFFF}) runs past the end"
-            )
         pos += count
 
     if not has_compute_entry:
