@@ -21,10 +21,12 @@ MODEL=${CPU_MODEL:-Haswell}
 if ! command -v qemu-x86_64 >/dev/null; then
     apt-get install -y -q qemu-user >/dev/null
 fi
+# test_int8_layers.py is left out: the PyPI ncnn's int8 convolution, the oracle there,
+# crashes (SIGSEGV) under qemu 7.2 with the Haswell model, which would end the whole run
 if [ "$#" -eq 0 ]; then
     set -- -q -p no:cacheprovider -m "not gpu and not slow and not capi" tests/layers \
-        tests/test_networks.py tests/test_networks_int8.py tests/test_mat.py tests/test_mat_ops.py \
-        tests/test_python_api.py tests/test_ncnn_compat.py
+        --ignore=tests/layers/test_int8_layers.py tests/test_networks.py tests/test_networks_int8.py \
+        tests/test_mat.py tests/test_mat_ops.py tests/test_python_api.py tests/test_ncnn_compat.py
 fi
 # qemu 7.2 (Debian 12) computes numpy's AVX2 loop for np.maximum on a strided float32 array
 # wrongly (all zeros; docs/portability.md), which ncnn_c's numpy layers use: numpy's AVX2 loops

@@ -112,7 +112,8 @@ class Contention:
         if not self.busy or threads not in (1, 2):
             return
         with self._lock:
-            t = self._timings.get(key) if self.busy else None
+            # keys are made only while busy, and dropped at every change of state
+            t = self._timings.get(key)
             if t is not None:
                 t.seconds[threads].append(seconds)
 
