@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import platform
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,126 @@ def test_shapes_that_change_on_every_extract_stop_recording(monkeypatch):
     assert plans.built == built  # nothing recorded any more
     net.clear()
     assert plans.wasted == 0
+
+
+# -- lifetime against other threads ------------------------------------------------------------
+# An extract racing a load_model, clear() or the net's end on another thread: each extract
+# gives a result of one whole set of weights or fails with a line that says why, never a
+# crash, an exception or a mix; no plan recorded from replaced weights survives the race.
+
+_LINES = (
+    "load_model is running on another thread",
+    "load_model ran on another thread during this extract",
+    "the net was cleared or loaded a param again",
+    "no blob named",  # between clear() and load_param on the other thread
+    "the net has no weights",  # between load_param and load_model
+)
+
+
+def _race(net_of, change, seconds=2.0, workers=2, pause=0.06) -> tuple[list, list]:
+    """``workers`` threads extract SqueezeNet from ``net_of()`` while this one calls
+    ``change(i)`` every ``pause`` seconds until ``seconds`` pass: (results of the successful
+    extracts, failures)."""
+    x = _x(5)
+    done, failed, errors = [], [], []
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            net = net_of()
+            try:
+                ex = net.create_extractor()
+                r = ex.input("data", ncnn_c.Mat(x))
+                ret, out = ex.extract("prob") if r == 0 else (r, None)
+                (done if ret == 0 else failed).append(np.array(out).copy() if ret == 0 else ret)
+            except Exception as e:  # noqa: BLE001 - the test's finding
+                errors.append(e)
+            del net
+
+    ts = [threading.Thread(target=work) for _ in range(workers)]
+    for t in ts:
+        t.start()
+    end, i = time.monotonic() + seconds, 0
+    try:
+        while time.monotonic() < end:
+            time.sleep(pause)
+            change(i)
+            i += 1
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, repr(errors[0])
+    return done, failed
+
+
+def _refs() -> tuple[np.ndarray, np.ndarray]:
+    """SqueezeNet's output on _x(5) with its weights and with zero weights."""
+    from ncnn_c.datareader import DataReaderFromEmpty
+
+    net = _net()
+    real = _run(net, _x(5))
+    assert net.load_model(DataReaderFromEmpty()) == 0
+    return real, _run(net, _x(5))
+
+
+def _one_of(got: np.ndarray, refs) -> bool:
+    return any(np.abs(got.ravel() - r.ravel()).max() <= 1e-5 * max(1.0, np.abs(r).max()) for r in refs)
+
+
+def test_load_model_on_another_thread_never_mixes_weights(caplog):
+    from ncnn_c.datareader import DataReaderFromEmpty
+
+    real, zero = _refs()
+    net = _net()
+    # real and zero weights in turns: a result mixing the two matches neither
+    done, failed = _race(
+        lambda: net,
+        lambda i: net.load_model(DataReaderFromEmpty() if i % 2 == 0 else SQUEEZE[1]),
+        pause=0.2,  # time for whole extracts between the loads (a load takes about as long)
+    )
+    assert done, "no extract completed between the loads"
+    assert all(_one_of(d, (real, zero)) for d in done)
+    assert all(any(line in r.message for line in _LINES) for r in caplog.records if r.levelname == "ERROR")
+    assert net.load_model(SQUEEZE[1]) == 0
+    # the plans made in the race went with their weights: the next ones have today's
+    for _ in range(3):
+        assert_close(_run(net, _x(5)), real, 1e-5, "after the race")
+    assert len(net._view.native_plans) >= 1 and not net._view.native_plans.failed
+
+
+def test_clear_and_load_again_on_another_thread(caplog):
+    real, _ = _refs()
+    net = _net()
+
+    def reload(i: int) -> None:
+        net.clear()
+        time.sleep(0.005)
+        assert net.load_param(SQUEEZE[0]) == 0 and net.load_model(SQUEEZE[1]) == 0
+
+    done, failed = _race(lambda: net, reload, pause=0.2)
+    assert done and all(_one_of(d, (real,)) for d in done)
+    assert failed and all(r == -1 for r in failed)
+    errors = [r.message for r in caplog.records if r.levelname == "ERROR"]
+    # a layer that ran without its weights (between load_param and load_model, or destroyed
+    # under a running extract) says what failed, and the extract then says why; every other
+    # line is one of the reasons above
+    other = {m for m in errors if not any(line in m for line in _LINES)}
+    assert errors and all("weights expect 0" in m or "(Convolution) failed" in m for m in other), other
+    assert not other or any("no weights" in m or "cleared or loaded" in m for m in errors)
+    assert_close(_run(net, _x(5)), real, 1e-5, "after the race")
+
+
+def test_dropping_the_net_while_other_threads_extract():
+    import gc
+
+    real, _ = _refs()
+    holder = [_net()]
+
+    def replace(i: int) -> None:
+        holder[0] = _net()  # the old net goes once the extracting threads let it go
+        gc.collect()
+
+    done, failed = _race(lambda: holder[0], replace)
+    assert done and all(_one_of(d, (real,)) for d in done)
+    assert not failed

@@ -402,7 +402,15 @@ class Net:
         if not self._view.layers:
             log.error("load_model: no layers, call load_param first")
             return -1
+        self._view.weights_epoch += 1
+        try:
+            return self._load_model_weights(dr)
+        finally:
+            self._view.weights_epoch += 1
+
+    def _load_model_weights(self, dr) -> int:
         self._destroy_pipelines()
+        self._view.weights_loaded = False
         mb = ModelBinFromDataReader(dr, log_errors=False)  # _read_weights logs, naming the layer
 
         # the device first: with a pool, GPU layers build while later weights are still read
@@ -437,6 +445,7 @@ class Net:
             if self._view.vk_layout is None:
                 return -1
         self._view.gpu_ready = use_vk
+        self._view.weights_loaded = True
         left = dr.remaining_bytes()
         if left:  # ncnn loads such a file silently, and its later layers get garbage weights
             log.warning(

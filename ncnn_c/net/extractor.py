@@ -44,6 +44,7 @@ class Extractor:
         self.opt = net.opt.copy()
         # the net's view and executors: the extractor holds the state they work on
         self._view: NetView = net._view
+        self._generation = self._view.generation  # the graph this extractor's blobs index
         self._state = BlobState(self._view.consumer_counts)
         # the CPU's: the native plan, and the numpy layers where it declines
         self._cpu: tuple[Executor, Executor] = net._cpu_executors
@@ -108,7 +109,23 @@ class Extractor:
 
     def clear(self) -> None:
         """Forget every input and computed blob: the extractor can be fed again."""
+        if self._generation != self._view.generation:
+            self._state.release()  # its blobs index a graph the net no longer has
+            return
         self._state.reset(self._view.consumer_counts)
+
+    def _stale(self, what: str) -> bool:
+        """True (logged) when the net was cleared or loaded a param again since this
+        extractor was made: its blob numbers belong to a graph that is gone (ncnn reads
+        freed memory there)."""
+        if self._generation == self._view.generation:
+            return False
+        log.error(
+            "%s: the net was cleared or loaded a param again after this extractor was "
+            "created; create a new extractor",
+            what,
+        )
+        return True
 
     # -- blob lookup ------------------------------------------------------------------------
     def _blob_index(self, key, what: str) -> int:
@@ -142,6 +159,8 @@ class Extractor:
         if not isinstance(mat, Mat):
             hint = ": wrap it with ncnn.Mat(array)" if isinstance(mat, np.ndarray) else ""
             raise TypeError(f"input(): expected an ncnn_c.Mat, got {type(mat).__name__}{hint}")
+        if self._stale("input"):
+            return -1
         index = self._blob_index(key, "input")
         if index < 0:
             return -1
@@ -152,7 +171,12 @@ class Extractor:
                 "transpose the array (arr.transpose(2, 0, 1)) or use Mat.from_pixels",
                 key, mat.c, mat.h, mat.w,
             )  # fmt: skip
-        self._state.give(index, mat, not self._view.is_source(index))
+        try:
+            self._state.give(index, mat, not self._view.is_source(index))
+        except IndexError:  # the net was cleared by another thread since the check above
+            if self._stale("input"):
+                return -1
+            raise
         return 0
 
     def extract(self, key, feat_or_type=None, type: int = 0):  # noqa: A002 - PyPI's name
@@ -170,11 +194,17 @@ class Extractor:
         return ret
 
     def _extract(self, key, type_: int):
+        if self._stale("extract"):
+            return -1, Mat()
         index = self._blob_index(key, "extract")
         if index < 0:
             return -1, Mat()
         state = self._state
         opt = self.opt
+        epoch = self._view.weights_epoch
+        if epoch % 2:
+            log.error("extract: load_model is running on another thread; extract after it returns")
+            return -1, Mat()
         try:
             if state.mats[index] is None:
                 ret: int | None
@@ -188,9 +218,19 @@ class Extractor:
                         if ret is None:  # no plan for these inputs: the numpy layers
                             ret = reference.extract(state, index, opt)
                 if ret != 0:
+                    if not self._stale("extract") and not self._view.weights_loaded:
+                        log.error("extract: the net has no weights: call load_model after load_param")
                     return ret, Mat()
+                if self._view.weights_epoch != epoch:
+                    log.error(
+                        "extract: load_model ran on another thread during this extract, so its "
+                        "result mixes two sets of weights; extract again"
+                    )
+                    state.reset(self._view.consumer_counts)
+                    return -1, Mat()
         except Exception as e:  # noqa: BLE001 - a bug must not escape as an exception
-            log.error("extract: %s: %s", type(e).__name__, e)
+            if not self._stale("extract"):  # another thread's clear() explains it
+                log.error("extract: %s: %s", type(e).__name__, e)
             return -1, Mat()
         m = state.mats[index]
         if m is None:

@@ -40,6 +40,9 @@ class NetView:
         "gpu_ready",
         "vkdev",
         "vk_layout",
+        "generation",
+        "weights_loaded",
+        "weights_epoch",
         "_plans",
         "_layer_opts",
     )
@@ -56,6 +59,13 @@ class NetView:
         self.gpu_ready = False  # the layers' pipelines are made for ``vkdev``
         self.vkdev: Any = None  # the VulkanDevice
         self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
+        # which graph this is (one more on every set_graph): an extractor of an older one
+        # refuses to run instead of indexing the new graph with the old one's blob numbers
+        self.generation = 0
+        self.weights_loaded = False  # load_model succeeded for this graph
+        # one more at the start and at the end of each load_model: odd while one runs; an
+        # extract that saw it change computed with some old and some new weights
+        self.weights_epoch = 0
         self._plans: dict[int, Plan] = {}
         self._layer_opts: list[LayerOptions] = []  # the last few made, newest first
 
@@ -70,6 +80,8 @@ class NetView:
         self.layers = layers
         self.consumer_counts = counts
         self.input_indexes = [t for layer in layers if layer.type == "Input" for t in layer.tops]
+        self.generation += 1
+        self.weights_loaded = False
         self.forget_plans()
 
     def forget_plans(self) -> None:

@@ -159,6 +159,8 @@ class NativeExecutor:
         against what the numpy path computed."""
         view = self._view
         reference = self._reference
+        plans: NativePlans = view.native_plans
+        era = plans.era  # the weights this recording reads (see NativePlans.add)
         layers = view.layers
         shapes = {i: shape_of(m) for i, m in inputs.items()}
         outputs = self._outputs(index, set(inputs))
@@ -217,7 +219,6 @@ class NativeExecutor:
             # nothing to check a plan against: build one with the next (finite) input; a
             # non-finite blob inside (a causal mask's -inf) is checked cell by cell
             return 0
-        plans: NativePlans = view.native_plans
         name = view.blobs[index].name
         # blobs whose shapes differ from the family's last recording: a shape-loose plan
         # (numpy layers for them, their inputs' shapes masked in its key) when some inputs
@@ -239,12 +240,12 @@ class NativeExecutor:
             if strict():
                 raise
             log.warning("native plan: cannot build one for %r: %s", name, e)
-            plans.fail(key)
+            plans.fail(key, era)
             return 0
         finally:
             release_code()
         if plan.native_layers == 0:
-            plans.fail(key)
+            plans.fail(key, era)
             return 0
         check = BlobState(view.consumer_counts)
         for i, m in inputs.items():
@@ -257,14 +258,16 @@ class NativeExecutor:
         bad = [o for o in outputs if ret != 0 or check.mats[o] is None]
         # every blob the native segments wrote out (the numpy layers after them are the same code)
         bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
+        if plans.era != era:  # load_model or clear() on another thread: the weights changed
+            return 0
         if bad:
             msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"
             if strict():
                 raise AssertionError(msg)
             log.warning("%s: this shape keeps the numpy path", msg)
-            plans.fail(key)
+            plans.fail(key, era)
             return 0
-        plans.add(loose or key, plan)
+        plans.add(loose or key, plan, era)
         if loose is not None:
             plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
         log.info(

@@ -871,6 +871,9 @@ class NativePlans:
         self.wasted = 0
         self._seen: dict[tuple, dict[int, tuple]] = {}  # family -> last recording's blob shapes
         self._loose: dict[tuple, frozenset[int]] = {}  # family -> inputs whose shapes vary
+        # one more on every clear(): a plan recorded from weights that a load_model on
+        # another thread has replaced since is neither kept nor marked failed
+        self.era = 0
 
     def seen(self, key: tuple, shapes: dict[int, tuple]) -> dict[int, tuple] | None:
         """The blob shapes of the last recording of ``key``'s family (None: the first);
@@ -915,8 +918,11 @@ class NativePlans:
                 return False
             return key not in self.failed and len(self._plans.get(key, ())) < INSTANCES
 
-    def add(self, key: tuple, plan) -> None:
+    def add(self, key: tuple, plan, era: int | None = None) -> None:
+        """Keep ``plan`` for ``key`` (when ``era`` is given: only if no clear() came since)."""
         with self._lock:
+            if era is not None and era != self.era:
+                return
             self._plans.setdefault(key, []).append(plan)
             self._plans.move_to_end(key)
             while len(self._plans) > CAPACITY:
@@ -931,12 +937,14 @@ class NativePlans:
                             )
             self.built += 1
 
-    def fail(self, key: tuple) -> None:
+    def fail(self, key: tuple, era: int | None = None) -> None:
         with self._lock:
-            self.failed.add(key)
+            if era is None or era == self.era:
+                self.failed.add(key)
 
     def clear(self) -> None:
         with self._lock:
+            self.era += 1
             self._plans.clear()
             self._uses.clear()
             self.failed.clear()
