@@ -219,7 +219,9 @@ class Extractor:
                             ret = reference.extract(state, index, opt)
                 if ret != 0:
                     if not self._stale("extract") and not self._view.weights_loaded:
-                        log.error("extract: the net has no weights: call load_model after load_param")
+                        log.error(
+                            "extract: the net has no weights: load_model was not called after load_param, or failed"
+                        )
                     return ret, Mat()
                 if self._view.weights_epoch != epoch:
                     log.error(
