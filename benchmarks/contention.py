@@ -1,7 +1,7 @@
 """ncnn_c's latency quiet and beside CPU-bound processes, per OpenMP wait policy (issue 15).
 
     python benchmarks/contention.py [--models NAME ...] [--threads N] [--busy N] [--loops N]
-                                    [--lib ncnn_c|ncnn] [--env NAME=VALUE ...]
+                                    [--lib ncnn_c|ncnn] [--env "NAME=VALUE ..." ...]
 
 For each ``--env`` setting (default: none, ncnn_c's own ``GOMP_SPINCOUNT``), every model is
 timed in a fresh child process of ``vs_ncnn.py`` (median of ``--loops`` extracts after two
@@ -58,12 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", nargs="+", default=[""], metavar="NAME=VALUE", help="wait policies to compare")
     args = ap.parse_args(argv)
     envs = []
-    for e in args.env:
-        name, eq, value = e.partition("=")
-        if e and not (eq and name):
-            print(f"contention: --env wants NAME=VALUE, not {e!r}", file=sys.stderr)
-            return 2
-        envs.append({name: value} if e else {})
+    for e in args.env:  # a setting: "" (none), or NAME=VALUE pairs separated by spaces
+        env = {}
+        for pair in e.split():
+            name, eq, value = pair.partition("=")
+            if not (eq and name):
+                print(f"contention: --env wants NAME=VALUE, not {pair!r}", file=sys.stderr)
+                return 2
+            env[name] = value
+        envs.append(env)
     if args.threads < 1 or args.busy < 0 or args.loops < 1:
         print("contention: --threads and --loops must be >= 1, --busy >= 0", file=sys.stderr)
         return 2
