@@ -29,6 +29,8 @@ _tried = False
 
 # below about this many multiply-adds one thread finishes before a second one gets going
 SPLIT_MIN_MACS = 1 << 21
+# a large product is cut into at most this many blocks, whatever the thread count
+BLOCKS = 8
 
 
 def _find_set_local():
@@ -102,38 +104,44 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads: int) -> None
     m, n = out.shape[-2], out.shape[-1]
     batch = out.shape[0] if out.ndim == 3 else 1
     macs = batch * m * n * k
-    if threads <= 1 or macs < SPLIT_MIN_MACS:
+    if macs < SPLIT_MIN_MACS:
         np.matmul(a, b, out=out)
         return
-    from .cpu import _thread_pool
-
-    # blocks along the batch when there are enough of them, else along the longer of the
-    # output's two axes (columns preferred: each block then reads all of a, a slice of b)
-    if batch >= threads:
-        parts = min(threads, batch)
+    # the blocks depend on the shape alone, never on ``threads``: OpenBLAS's kernels round a
+    # block's sums in an order that depends on the block's size, so a split that followed
+    # the thread count would give other last bits at another count (ncnn's results do not
+    # change with it). Along the batch (numpy's batched product is a product per item), or
+    # along the longer of the output's two axes (columns preferred: each block then reads
+    # all of a, a slice of b) in up to BLOCKS parts; the threads take the blocks in turn
+    if batch > 1:
         jobs = [
             (a[lo:hi] if a.ndim == 3 else a, b[lo:hi] if b.ndim == 3 else b, out[lo:hi])
-            for lo, hi in _blocks(batch, parts)
+            for lo, hi in _blocks(batch, min(BLOCKS, batch))
         ]
-    elif n >= 2 * m or n >= 64 * threads:
-        parts = max(1, min(threads, n // 16))
-        jobs = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in _blocks(n, parts)]
+    elif n >= 2 * m:
+        jobs = [(a, b[..., lo:hi], out[..., lo:hi]) for lo, hi in _blocks(n, max(1, min(BLOCKS, n // 64)))]
     else:
-        parts = max(1, min(threads, m // 8))
-        jobs = [(a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in _blocks(m, parts)]
-    if len(jobs) == 1:
-        np.matmul(a, b, out=out)
+        jobs = [
+            (a[..., lo:hi, :], b, out[..., lo:hi, :]) for lo, hi in _blocks(m, max(1, min(BLOCKS, m // 32)))
+        ]
+    if threads <= 1 or len(jobs) == 1:
+        for a_, b_, out_ in jobs:
+            np.matmul(a_, b_, out=out_)
         return
-    pool = _thread_pool()
+    err = np.geterr()
+    from .cpu import _thread_pool
+
     # the pool's threads do not inherit the caller's np.errstate (the extractor silences
     # inf/nan warnings, as ncnn prints none): each job runs under the caller's settings
-    err = np.geterr()
-    futures = [pool.submit(_mm, *j, err) for j in jobs[1:]]
-    _mm(*jobs[0], err)
+    groups = [jobs[i::threads] for i in range(min(threads, len(jobs)))]
+    pool = _thread_pool()
+    futures = [pool.submit(_mm_all, g, err) for g in groups[1:]]
+    _mm_all(groups[0], err)
     for f in futures:
         f.result()
 
 
-def _mm(a, b, out, err) -> None:
+def _mm_all(jobs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], err) -> None:
     with np.errstate(**err):
-        np.matmul(a, b, out=out)
+        for a, b, out in jobs:
+            np.matmul(a, b, out=out)

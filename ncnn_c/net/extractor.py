@@ -109,7 +109,8 @@ class Extractor:
 
     def clear(self) -> None:
         """Forget every input and computed blob: the extractor can be fed again."""
-        if self._generation != self._view.generation:
+        now = self._view.generation
+        if self._generation != now or now % 2:
             self._state.release()  # its blobs index a graph the net no longer has
             return
         self._state.reset(self._view.consumer_counts)
@@ -118,7 +119,8 @@ class Extractor:
         """True (logged) when the net was cleared or loaded a param again since this
         extractor was made: its blob numbers belong to a graph that is gone (ncnn reads
         freed memory there)."""
-        if self._generation == self._view.generation:
+        now = self._view.generation
+        if self._generation == now and now % 2 == 0:
             return False
         log.error(
             "%s: the net was cleared or loaded a param again after this extractor was "
@@ -161,6 +163,15 @@ class Extractor:
             raise TypeError(f"input(): expected an ncnn_c.Mat, got {type(mat).__name__}{hint}")
         if self._stale("input"):
             return -1
+        try:
+            return self._input(key, mat)
+        except IndexError:
+            # the blob names and the blobs disagree: another thread is replacing the graph
+            # (clear, load_param) right now, so the index found means nothing
+            log.error("input: the net was cleared or loaded a param again on another thread during this call")
+            return -1
+
+    def _input(self, key, mat: Mat) -> int:
         index = self._blob_index(key, "input")
         if index < 0:
             return -1
@@ -171,12 +182,7 @@ class Extractor:
                 "transpose the array (arr.transpose(2, 0, 1)) or use Mat.from_pixels",
                 key, mat.c, mat.h, mat.w,
             )  # fmt: skip
-        try:
-            self._state.give(index, mat, not self._view.is_source(index))
-        except IndexError:  # the net was cleared by another thread since the check above
-            if self._stale("input"):
-                return -1
-            raise
+        self._state.give(index, mat, not self._view.is_source(index))
         return 0
 
     def extract(self, key, feat_or_type=None, type: int = 0):  # noqa: A002 - PyPI's name
@@ -198,6 +204,11 @@ class Extractor:
             return -1, Mat()
         index = self._blob_index(key, "extract")
         if index < 0:
+            return -1, Mat()
+        if index >= len(self._state.mats):  # a name of a graph that another thread loads now
+            log.error(
+                "extract: the net was cleared or loaded a param again on another thread during this call"
+            )
             return -1, Mat()
         state = self._state
         opt = self.opt

@@ -12,6 +12,8 @@ itself on a fresh state beside the caller's.
 * ``vk_garbage``: device blobs dropped since the last submit (the commands still use them).
 * ``cursor``: the recording this state is the final state of (Vulkan replay), or None.
 * ``lease``: what this state's blobs live in (a held recording), released with the state.
+* ``plan_key``: the native plan key whose run (or recording) computed the blobs, or None: a
+  later extract of a blob that run did not hand out teaches the plan to (``NativePlans.also``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from ..mat import Mat
 class BlobState:
     """One extractor's blobs and their bookkeeping (see the module docstring)."""
 
-    __slots__ = ("mats", "vkmats", "pending", "shared", "partial", "vk_garbage", "cursor", "lease")
+    __slots__ = (
+        "mats",
+        "vkmats",
+        "pending",
+        "shared",
+        "partial",
+        "vk_garbage",
+        "cursor",
+        "lease",
+        "plan_key",
+    )
 
     def __init__(self, consumer_counts: list[int]) -> None:
         n = len(consumer_counts)
@@ -36,6 +48,7 @@ class BlobState:
         self.vk_garbage: list[Any] = []
         self.cursor: Any = None
         self.lease: Any = None
+        self.plan_key: tuple | None = None
 
     def release(self) -> None:
         """Give back the lease (its blobs must not be used any more) and forget the cursor."""
@@ -54,6 +67,7 @@ class BlobState:
         self.shared.clear()
         self.vk_garbage.clear()
         self.partial = False
+        self.plan_key = None
 
     def give(self, index: int, mat: Mat, intermediate: bool) -> None:
         """Blob ``index`` is ``mat`` (shared, not copied), given by the caller; an
@@ -64,6 +78,7 @@ class BlobState:
         self.vkmats[index] = None
         self.shared.add(index)
         self.cursor = None  # the state no longer matches a recording's
+        self.plan_key = None  # nor a native plan's
         if intermediate:
             self.partial = True  # its producers must not run
 
@@ -94,12 +109,14 @@ class BlobState:
         c.partial = self.partial
         c.vk_garbage = []
         c.cursor = c.lease = None
+        c.plan_key = self.plan_key
         return c
 
     def restore(self, saved: BlobState) -> None:
         """Back to ``saved`` (a ``copy()``); the lease stays, the cursor is forgotten."""
         self.mats, self.vkmats = saved.mats, saved.vkmats
         self.pending, self.shared, self.partial = saved.pending, saved.shared, saved.partial
+        self.plan_key = saved.plan_key
         self.cursor = None
 
     def final(self) -> tuple:
@@ -125,4 +142,5 @@ class BlobState:
         self.pending = list(pending)
         self.shared = set(shared)
         self.partial = True
+        self.plan_key = None
         self.cursor = cursor

@@ -59,8 +59,9 @@ class NetView:
         self.gpu_ready = False  # the layers' pipelines are made for ``vkdev``
         self.vkdev: Any = None  # the VulkanDevice
         self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
-        # which graph this is (one more on every set_graph): an extractor of an older one
-        # refuses to run instead of indexing the new graph with the old one's blob numbers
+        # which graph this is (one more at the start and at the end of every set_graph): an
+        # extractor of an older one, or made while it was odd, refuses to run instead of
+        # indexing the new graph with the old one's blob numbers
         self.generation = 0
         self.weights_loaded = False  # load_model succeeded for this graph
         # one more at the start and at the end of each load_model: odd while one runs; an
@@ -76,6 +77,7 @@ class NetView:
         for layer in layers:
             for b in layer.bottoms:
                 counts[b] += 1
+        self.generation += 1  # odd while the graph is being replaced
         self.blobs = blobs
         self.layers = layers
         self.consumer_counts = counts

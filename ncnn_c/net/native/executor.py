@@ -74,15 +74,16 @@ class NativeExecutor:
         self._view = view
         self._reference = reference
 
-    def _outputs(self, index: int, given: set[int]) -> list[int]:
+    def _outputs(self, index: int, given: set[int], extras: frozenset[int] = frozenset()) -> list[int]:
         """``index`` and every other output of the net (a blob nobody reads) that the given
-        inputs can compute: a plan computes them all, since callers extract them all."""
+        inputs can compute: a plan computes them all, since callers extract them all; and
+        the ``extras`` callers were seen to extract after such a plan (``NativePlans.also``)."""
         view = self._view
         blobs = view.blobs
         outs = [index]
         for b, n in enumerate(view.consumer_counts):
-            if n == 0 and b != index and blobs[b].producer >= 0:
-                if set(view.plan(b).sources) <= given:
+            if (n == 0 or b in extras) and b != index and blobs[b].producer >= 0:
+                if not view.is_source(b) and set(view.plan(b).sources) <= given:
                     outs.append(b)
         return outs
 
@@ -90,7 +91,12 @@ class NativeExecutor:
         """Compute blob ``index`` with the native plan of this input shape: its return code,
         or None when the numpy path must run."""
         view = self._view
-        if state.partial or not view.native_enabled or not available():
+        if state.partial:
+            if state.plan_key is not None and view.native_enabled:
+                # a blob the plan that just ran did not hand out: its next plan will
+                view.native_plans.also(state.plan_key, index)
+            return None
+        if not view.native_enabled or not available():
             return None
         mats = state.mats
         inputs = {i: m for i, m in enumerate(mats) if m is not None}
@@ -124,6 +130,7 @@ class NativeExecutor:
             if ret == 0:
                 contention.STATE.record(busy_key, threads, time.perf_counter() - start)
                 state.partial = True
+                state.plan_key = key
                 return 0
             log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
             if plan.dynamic:
@@ -132,7 +139,10 @@ class NativeExecutor:
             return None
         if not plans.wanted(key):
             return None
-        return self._record(state, index, key, inputs, opt, opts)
+        ret = self._record(state, index, key, inputs, opt, opts)
+        if ret == 0:
+            state.plan_key = key
+        return ret
 
     def _constant_layers(self, order: list[int]) -> set[int]:
         """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
@@ -163,7 +173,7 @@ class NativeExecutor:
         era = plans.era  # the weights this recording reads (see NativePlans.add)
         layers = view.layers
         shapes = {i: shape_of(m) for i, m in inputs.items()}
-        outputs = self._outputs(index, set(inputs))
+        outputs = self._outputs(index, set(inputs), plans.extras(key))
         order = sorted({li for o in outputs for li in view.plan(o).order})
         # what a plan writes out for numpy layers (and hands out) is checked against these
         # copies, taken as the numpy path makes them (in-place layers change them afterwards)
@@ -259,6 +269,12 @@ class NativeExecutor:
         # every blob the native segments wrote out (the numpy layers after them are the same code)
         bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
         if plans.era != era:  # load_model or clear() on another thread: the weights changed
+            return 0
+        extra = set(outputs[1:]) - {b for b, n in enumerate(view.consumer_counts) if n == 0}
+        if bad and set(bad) <= extra:
+            # only blobs learnt from callers came out wrong: the next plan leaves them out
+            log.info("native plan: cannot hand out %s as well", [view.blobs[o].name for o in bad])
+            plans.refuse(key, bad)
             return 0
         if bad:
             msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"

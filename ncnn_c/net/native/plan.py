@@ -846,6 +846,8 @@ def _ncnn_size(shape: tuple) -> tuple:
 
 # plans dropped from the LRU without one use before the net stops recording new shapes
 WASTED_LIMIT = 4
+# blobs besides the net's outputs a family's plans learn to hand out (NativePlans.also)
+EXTRAS = 8
 
 
 class NativePlans:
@@ -874,6 +876,11 @@ class NativePlans:
         # one more on every clear(): a plan recorded from weights that a load_model on
         # another thread has replaced since is neither kept nor marked failed
         self.era = 0
+        # family -> blobs besides the net's outputs that callers extract after a plan of it
+        # ran (the two heads before a Noop that ncnn's yolo-fastestv2 example reads), so
+        # that its plans hand them out too; and those a plan could not hand out
+        self._extras: dict[tuple, set[int]] = {}
+        self._refused: dict[tuple, set[int]] = {}
 
     def seen(self, key: tuple, shapes: dict[int, tuple]) -> dict[int, tuple] | None:
         """The blob shapes of the last recording of ``key``'s family (None: the first);
@@ -898,6 +905,35 @@ class NativePlans:
                 self._loose.pop(_family(key), None)
             else:
                 self._loose[_family(key)] = inputs
+
+    def extras(self, key: tuple) -> frozenset[int]:
+        """The blobs learnt for ``key``'s family (``also``) that its plans also hand out."""
+        with self._lock:
+            return frozenset(self._extras.get(_family(key), ()))
+
+    def also(self, key: tuple, blob: int) -> None:
+        """After a plan of ``key`` ran, the caller extracted ``blob``, which it did not hand
+        out (so the numpy layers computed it again): the family's plans are dropped and the
+        next recording hands it out too. Once per blob, at most ``EXTRAS`` per family."""
+        fam = _family(key)
+        with self._lock:
+            have = self._extras.setdefault(fam, set())
+            if blob in have or blob in self._refused.get(fam, ()) or len(have) >= EXTRAS:
+                return
+            have.add(blob)
+            for k in [k for k in self._plans if _family(k) == fam]:
+                for p in self._plans.pop(k):
+                    self._uses.pop(id(p), None)
+        log.info(
+            "native plan: blob %d is extracted after the plan's outputs; the next plan hands it out", blob
+        )
+
+    def refuse(self, key: tuple, blobs) -> None:
+        """A plan could not hand ``blobs`` out correctly: the family's plans leave them out."""
+        fam = _family(key)
+        with self._lock:
+            self._extras.get(fam, set()).difference_update(blobs)
+            self._refused.setdefault(fam, set()).update(blobs)
 
     def take(self, key: tuple):
         """A free plan of ``key`` (locked for the caller), or None."""
@@ -951,6 +987,8 @@ class NativePlans:
             self.wasted = 0
             self._seen.clear()
             self._loose.clear()
+            self._extras.clear()
+            self._refused.clear()
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._plans.values())
