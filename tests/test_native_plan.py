@@ -517,3 +517,83 @@ class _Idle:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+
+
+# -- the same bits at every thread count -------------------------------------------------------
+
+
+def _outputs_at(model: str, threads: int, runs: int = 3) -> list[list[np.ndarray]]:
+    """Every output of benchmark ``model`` (random weights) on each of ``runs`` extractors:
+    the first from the numpy layers (the recording), the others from the plan."""
+    param = BENCH / f"{model}.param"
+    weights = random_weights(str(param), seed=7, input_shape=INPUT_SHAPES.get(model, (3, 224, 224)))
+    inputs, outputs = parse_param(param)
+    net = ncnn_c.Net()
+    for k, v in FP32_FLAGS.items():
+        setattr(net.opt, k, v)
+    net.opt.num_threads = threads
+    assert net.load_param(str(param)) == 0 and net.load_model_mem(weights) == 0
+    g = np.random.default_rng(0)
+    arrays = [g.standard_normal(s).astype(np.float32) for _, s in inputs]
+    got = []
+    for _ in range(runs):
+        ex = net.create_extractor()
+        for (name, _), a in zip(inputs, arrays, strict=True):
+            assert ex.input(name, ncnn_c.Mat(a)) == 0
+        outs = []
+        for name, _ in outputs:
+            ret, m = ex.extract(name)
+            assert ret == 0
+            outs.append(np.array(m).copy())
+        got.append(outs)
+    return got
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        # four in the main run, the others in the slow run CI also runs
+        p.stem
+        if p.stem in ("squeezenet", "mobilenet", "shufflenet", "yolo-fastestv2")
+        else pytest.param(p.stem, marks=pytest.mark.slow)
+        for p in sorted(BENCH.glob("*.param"))
+    ],
+)
+def test_thread_counts_give_the_same_bits(model):
+    """ncnn's fp32 results do not change with the thread count (each sum keeps its order):
+    neither do ours, on the numpy layers' first extract nor on the plan's later ones. Found
+    and mended with this test: products split by thread count on the numpy path, oneDNN's
+    brgemm inner product splitting its sums at 4 threads (AlexNet), and YOLO-FastestV2's
+    second head left to the numpy layers."""
+    ref = _outputs_at(model, 1)
+    for threads in (2, 4):
+        got = _outputs_at(model, threads)
+        for run, (g_outs, r_outs) in enumerate(zip(got, ref, strict=True)):
+            for i, (g, r) in enumerate(zip(g_outs, r_outs, strict=True)):
+                assert np.array_equal(g.view(np.uint32), r.view(np.uint32)), (
+                    f"{model}: output {i}, extract {run + 1}, {threads} threads: "
+                    f"{np.sum(g != r)} values differ, by up to {float(np.abs(g - r).max()):.3g}"
+                )
+
+
+@pytest.mark.parametrize("k,n", [(4096, 1000), (9216, 64), (100000, 16)])
+def test_inner_product_sums_in_one_order_at_any_thread_count(k, n):
+    """A one-row inner product runs as a GEMV whose every output one thread sums (oneDNN's
+    brgemm kernels split 4096 -> 1000 over 4 threads, which changed the last bits)."""
+    text = f"7767517\n2 2\nInput in 0 1 data 0={k}\nInnerProduct ip 1 1 data out 0={n} 1=1 2={k * n} 9=1\n"
+    g = np.random.default_rng(k)
+    w = g.standard_normal(k * n + n).astype(np.float32)
+    x = g.standard_normal(k).astype(np.float32)
+    outs = []
+    for threads in (1, 2, 3, 4, 8):
+        net = ncnn_c.Net()
+        net.opt.num_threads = threads
+        assert net.load_param_mem(text) == 0
+        assert net.load_model_mem(np.concatenate([np.zeros(1, np.float32), w]).tobytes()) == 0
+        _run(net, x, "out", "data")
+        outs.append(_run(net, x, "out", "data"))
+        assert len(net._view.native_plans) == 1
+    ref = np.maximum(w[: k * n].reshape(n, k).astype(np.float64) @ x + w[k * n :], 0)
+    assert_close(outs[0], ref.astype(np.float32), 1e-5, "against float64")
+    for threads, o in zip((2, 3, 4, 8), outs[1:], strict=True):
+        assert np.array_equal(o, outs[0]), f"{threads} threads"

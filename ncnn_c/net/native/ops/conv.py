@@ -25,6 +25,8 @@ from ..plan import (
 from . import winograd
 from .eltwise import affine_coeffs, binary_broadcast, eltwise_combine, residual_add, standalone_activation
 from .shape import made_padding
+from .transformer import _kernel as llm_step
+from .transformer import kernels as llm_kernels
 
 log = logging.getLogger("ncnn_c")
 
@@ -273,18 +275,26 @@ def inner_product(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> 
     in_dims = src.md.dims
     wdims = (oc, *in_dims[1:])
     wtag = PLAIN[len(wdims)]
-    wmem, bmem = weights(plan, layer, wdims, scale, shift, oc, wtag)
     own = []
     if layer.activation_type:
         own.append(activation_op(layer.activation_type, getattr(layer, "activation_params", None)))
-    for attr, operands in post_args(plan, seg, post, (1, oc), len(own)):  # noqa: B007 - used after
-        pd = dn.inner_product(
-            dn.md(in_dims, "any"),
-            dn.md(wdims, "any"),
-            bmem.md if bmem else None,
-            dn.md((1, oc), "ab"),
-            own + attr,
-        )
+    if all(len(p) == 3 for p in post) and _gemv(plan, layer, seg, src, scale, shift, own + post):
+        return
+    wmem, bmem = weights(plan, layer, wdims, scale, shift, oc, wtag)
+    # the plain weights first: oneDNN's GEMM sums each output in one order at any thread
+    # count, where its brgemm kernels (packed weights) split the sums over the threads at
+    # some sizes (4096 -> 1000 at 4 threads), which changes the last bits
+    for wfmt in (wtag, "any"):
+        for attr, operands in post_args(plan, seg, post, (1, oc), len(own)):  # noqa: B007 - used after
+            pd = dn.inner_product(
+                dn.md(in_dims, "any"),
+                dn.md(wdims, wfmt),
+                bmem.md if bmem else None,
+                dn.md((1, oc), "ab"),
+                own + attr,
+            )
+            if not pd.impl.startswith("ref"):
+                break
         if not pd.impl.startswith("ref"):
             break
     no_reference(pd)
@@ -295,6 +305,40 @@ def inner_product(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> 
     if bmem is not None:
         args.append((d.ARG_BIAS, bmem))
     plan.run1(seg, pd, src, plan.top(layer, pd.md("dst", (1, oc))), args)
+
+
+def _gemv(plan: NativePlan, layer, seg: Segment, src, scale, shift, acts: list) -> bool:
+    """An inner product of one input row as the ``_llm`` extension's GEMV over the plain
+    weights (the layer's own array unless affine layers were folded in), then ``acts`` as
+    eltwise steps on its output; False (nothing added) where that extension is not built.
+    Each output is summed by one thread in one order, so the result is the same at every
+    thread count, as ncnn's is; and it streams the weights once, at the memory's speed."""
+    got = llm_kernels()
+    if got is None:
+        return False
+    ffi = got[0]
+    d, dn = dnnl_module(), plan.dnnl
+    oc = layer.num_output
+    k = int(np.prod(src.md.dims))
+    weight, bias = folded_weights(layer, (oc, k), scale, shift, oc)
+    weight = np.ascontiguousarray(weight, np.float32)
+    bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    x = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, src)), (1, k))
+    out = plan.new_value(dn.md((1, oc), "ab"), plan.shape(layer.tops[0]))
+    fields = {
+        "n": oc,
+        "k": k,
+        "w": ffi.cast("const float *", weight.ctypes.data),
+        "bias": ffi.NULL if bias is None else ffi.cast("const float *", bias.ctypes.data),
+        "alpha": 1.0,
+    }
+    step = llm_step("ncnnc_gemv", "ncnnc_gemv_ctx *", fields, (weight, bias))
+    x.last = plan.step
+    plan.add(seg, step, [(d.ARG_SRC, plan.mem(x)), (d.ARG_DST, plan.mem(out))])
+    for alg, a, b in acts:
+        plan.run1(seg, dn.eltwise(alg, out.md, out.md, a, b), out, out)
+    plan.set_top(layer, out)
+    return True
 
 
 def chains(plan: NativePlan, order, consumers, readers) -> dict[int, list[int]]:
