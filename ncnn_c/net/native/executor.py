@@ -92,7 +92,7 @@ class NativeExecutor:
         or None when the numpy path must run."""
         view = self._view
         if state.partial:
-            if state.plan_key is not None and view.native_enabled:
+            if state.plan_key is not None and view.native_enabled and not view.is_source(index):
                 # a blob the plan that just ran did not hand out: its next plan will
                 view.native_plans.also(state.plan_key, index)
             return None
