@@ -233,17 +233,16 @@ NUMPY_LAYERS = {
 INPUT_SHAPES = {"FastestDet": (3, 352, 352)}
 
 
-@pytest.mark.parametrize(
-    "model",
-    [
-        # four in the main run (15 minutes on two cores), each of the others (3-14 s there) in
-        # the slow run CI also runs
-        p.stem
-        if p.stem in ("squeezenet", "mobilenet", "shufflenet", "FastestDet")
-        else pytest.param(p.stem, marks=pytest.mark.slow)
+def bench_models(main: tuple[str, ...]) -> list:
+    """The benchmark networks as parameters: ``main`` in the main run (15 minutes on two
+    cores), each of the others (3-14 s there) in the slow run CI also runs."""
+    return [
+        p.stem if p.stem in main else pytest.param(p.stem, marks=pytest.mark.slow)
         for p in sorted(BENCH.glob("*.param"))
-    ],
-)
+    ]
+
+
+@pytest.mark.parametrize("model", bench_models(("squeezenet", "mobilenet", "shufflenet", "FastestDet")))
 def test_benchmark_networks_run_natively(model, monkeypatch):
     monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
     param = BENCH / f"{model}.param"
@@ -549,16 +548,7 @@ def _outputs_at(model: str, threads: int, runs: int = 3) -> list[list[np.ndarray
     return got
 
 
-@pytest.mark.parametrize(
-    "model",
-    [
-        # four in the main run, the others in the slow run CI also runs
-        p.stem
-        if p.stem in ("squeezenet", "mobilenet", "shufflenet", "yolo-fastestv2")
-        else pytest.param(p.stem, marks=pytest.mark.slow)
-        for p in sorted(BENCH.glob("*.param"))
-    ],
-)
+@pytest.mark.parametrize("model", bench_models(("squeezenet", "mobilenet", "shufflenet", "yolo-fastestv2")))
 def test_thread_counts_give_the_same_bits(model):
     """ncnn's fp32 results do not change with the thread count (each sum keeps its order):
     neither do ours, on the numpy layers' first extract nor on the plan's later ones. Found
