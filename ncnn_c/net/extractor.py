@@ -25,6 +25,9 @@ from .view import NetView
 
 log = logging.getLogger("ncnn_c")
 
+# a blob name found while another thread replaces the graph: the index means nothing
+_RACED = "the net was cleared or loaded a param again on another thread during this call"
+
 
 class Executor(Protocol):
     """A backend: computes blob ``index`` into ``state`` (its return code: 0, or an error
@@ -109,18 +112,22 @@ class Extractor:
 
     def clear(self) -> None:
         """Forget every input and computed blob: the extractor can be fed again."""
-        now = self._view.generation
-        if self._generation != now or now % 2:
+        if not self._current():
             self._state.release()  # its blobs index a graph the net no longer has
             return
         self._state.reset(self._view.consumer_counts)
+
+    def _current(self) -> bool:
+        """Whether the net's graph is the one this extractor was made for (not replaced
+        since, nor being replaced now)."""
+        now = self._view.generation
+        return self._generation == now and now % 2 == 0
 
     def _stale(self, what: str) -> bool:
         """True (logged) when the net was cleared or loaded a param again since this
         extractor was made: its blob numbers belong to a graph that is gone (ncnn reads
         freed memory there)."""
-        now = self._view.generation
-        if self._generation == now and now % 2 == 0:
+        if self._current():
             return False
         log.error(
             "%s: the net was cleared or loaded a param again after this extractor was "
@@ -168,7 +175,7 @@ class Extractor:
         except IndexError:
             # the blob names and the blobs disagree: another thread is replacing the graph
             # (clear, load_param) right now, so the index found means nothing
-            log.error("input: the net was cleared or loaded a param again on another thread during this call")
+            log.error("input: %s", _RACED)
             return -1
 
     def _input(self, key, mat: Mat) -> int:
@@ -206,9 +213,7 @@ class Extractor:
         if index < 0:
             return -1, Mat()
         if index >= len(self._state.mats):  # a name of a graph that another thread loads now
-            log.error(
-                "extract: the net was cleared or loaded a param again on another thread during this call"
-            )
+            log.error("extract: %s", _RACED)
             return -1, Mat()
         state = self._state
         opt = self.opt

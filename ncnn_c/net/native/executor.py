@@ -173,7 +173,8 @@ class NativeExecutor:
         era = plans.era  # the weights this recording reads (see NativePlans.add)
         layers = view.layers
         shapes = {i: shape_of(m) for i, m in inputs.items()}
-        outputs = self._outputs(index, set(inputs), plans.extras(key))
+        extras = plans.extras(key)
+        outputs = self._outputs(index, set(inputs), extras)
         order = sorted({li for o in outputs for li in view.plan(o).order})
         # what a plan writes out for numpy layers (and hands out) is checked against these
         # copies, taken as the numpy path makes them (in-place layers change them afterwards)
@@ -270,8 +271,7 @@ class NativeExecutor:
         bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
         if plans.era != era:  # load_model or clear() on another thread: the weights changed
             return 0
-        extra = set(outputs[1:]) - {b for b, n in enumerate(view.consumer_counts) if n == 0}
-        if bad and set(bad) <= extra:
+        if bad and set(bad) <= extras.intersection(outputs[1:]):
             # only blobs learnt from callers came out wrong: the next plan leaves them out
             log.info("native plan: cannot hand out %s as well", [view.blobs[o].name for o in bad])
             plans.refuse(key, bad)

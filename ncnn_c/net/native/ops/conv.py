@@ -7,6 +7,7 @@ after them as post-ops (``chains``), a zero Padding before a convolution as its 
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..plan import (
 from . import winograd
 from .eltwise import affine_coeffs, binary_broadcast, eltwise_combine, residual_add, standalone_activation
 from .shape import made_padding
-from .transformer import _kernel as llm_step
+from .transformer import gemv
 from .transformer import kernels as llm_kernels
 
 log = logging.getLogger("ncnn_c")
@@ -284,17 +285,15 @@ def inner_product(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> 
     # the plain weights first: oneDNN's GEMM sums each output in one order at any thread
     # count, where its brgemm kernels (packed weights) split the sums over the threads at
     # some sizes (4096 -> 1000 at 4 threads), which changes the last bits
-    for wfmt in (wtag, "any"):
-        for attr, operands in post_args(plan, seg, post, (1, oc), len(own)):  # noqa: B007 - used after
-            pd = dn.inner_product(
-                dn.md(in_dims, "any"),
-                dn.md(wdims, wfmt),
-                bmem.md if bmem else None,
-                dn.md((1, oc), "ab"),
-                own + attr,
-            )
-            if not pd.impl.startswith("ref"):
-                break
+    candidates = post_args(plan, seg, post, (1, oc), len(own))
+    for wfmt, (attr, operands) in itertools.product((wtag, "any"), candidates):  # noqa: B007 - used after
+        pd = dn.inner_product(
+            dn.md(in_dims, "any"),
+            dn.md(wdims, wfmt),
+            bmem.md if bmem else None,
+            dn.md((1, oc), "ab"),
+            own + attr,
+        )
         if not pd.impl.startswith("ref"):
             break
     no_reference(pd)
@@ -313,28 +312,15 @@ def _gemv(plan: NativePlan, layer, seg: Segment, src, scale, shift, acts: list) 
     eltwise steps on its output; False (nothing added) where that extension is not built.
     Each output is summed by one thread in one order, so the result is the same at every
     thread count, as ncnn's is; and it streams the weights once, at the memory's speed."""
-    got = llm_kernels()
-    if got is None:
-        return False
-    ffi = got[0]
-    d, dn = dnnl_module(), plan.dnnl
+    if llm_kernels() is None:
+        return False  # before any step is added for it
+    dn = plan.dnnl
     oc = layer.num_output
     k = int(np.prod(src.md.dims))
     weight, bias = folded_weights(layer, (oc, k), scale, shift, oc)
-    weight = np.ascontiguousarray(weight, np.float32)
-    bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
     x = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, src)), (1, k))
     out = plan.new_value(dn.md((1, oc), "ab"), plan.shape(layer.tops[0]))
-    fields = {
-        "n": oc,
-        "k": k,
-        "w": ffi.cast("const float *", weight.ctypes.data),
-        "bias": ffi.NULL if bias is None else ffi.cast("const float *", bias.ctypes.data),
-        "alpha": 1.0,
-    }
-    step = llm_step("ncnnc_gemv", "ncnnc_gemv_ctx *", fields, (weight, bias))
-    x.last = plan.step
-    plan.add(seg, step, [(d.ARG_SRC, plan.mem(x)), (d.ARG_DST, plan.mem(out))])
+    gemv(plan, seg, x, out, weight, bias)
     for alg, a, b in acts:
         plan.run1(seg, dn.eltwise(alg, out.md, out.md, a, b), out, out)
     plan.set_top(layer, out)

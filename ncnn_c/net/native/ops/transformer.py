@@ -101,22 +101,16 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
             plan.run1(seg, dn.binary("add", out.md, row.md, out.md), out, out, [(d.ARG_SRC_1, row)])
         if alpha:
             plan.run1(seg, dn.eltwise("linear", out.md, out.md, float(layer.alpha), 0.0), out, out)
-    elif m == 1 and kernels() is not None:
-        # one row (a decode step): our GEMV, a pass over the weights at the memory's speed
-        ffi = kernels()[0]
-        per_n = (
-            None if layer._C is None else np.ascontiguousarray(np.asarray(layer._C, np.float32).reshape(n))
-        )
-        fields = {
-            "n": n,
-            "k": k,
-            "w": ffi.cast("const float *", wt.ctypes.data),
-            "bias": ffi.NULL if per_n is None else ffi.cast("const float *", per_n.ctypes.data),
-            "alpha": float(layer.alpha),
-        }
-        step = _kernel("ncnnc_gemv", "ncnnc_gemv_ctx *", fields, (wt, per_n))
-        src.last = plan.step
-        plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
+    elif m == 1 and gemv(
+        plan,
+        seg,
+        src,
+        out,
+        wt,
+        None if layer._C is None else np.asarray(layer._C, np.float32).reshape(n),
+        float(layer.alpha),
+    ):
+        pass  # one row (a decode step): our GEMV, a pass over the weights at the memory's speed
     else:
         # oneDNN's GEMM over the plain weights (the GEMV at M = 1 where _llm is not built)
         weights = plan.const(wt, (n, k), "ab")
@@ -131,6 +125,31 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
         plan.run1(seg, pd, src, out, args)
     odims = (1, m, n)  # the 2-D top's canonical dims
     plan.set_top(layer, plan.alias(out, dn.md(odims, PLAIN[3]), 0, oshape))
+
+
+def gemv(plan: NativePlan, seg: Segment, src, out, weight: np.ndarray, bias, alpha: float = 1.0) -> bool:
+    """One step ``out = alpha * (weight @ src + bias)`` of the ``_llm`` GEMV: ``src`` a row of
+    K values, ``weight`` (N, K) row-major, ``bias`` N values or None; each output is summed by
+    one thread in one order. False (nothing added) where the extension is not built."""
+    got = kernels()
+    if got is None:
+        return False
+    ffi = got[0]
+    n, k = weight.shape
+    weight = np.ascontiguousarray(weight, np.float32)
+    bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    fields = {
+        "n": n,
+        "k": k,
+        "w": ffi.cast("const float *", weight.ctypes.data),
+        "bias": ffi.NULL if bias is None else ffi.cast("const float *", bias.ctypes.data),
+        "alpha": alpha,
+    }
+    step = _kernel("ncnnc_gemv", "ncnnc_gemv_ctx *", fields, (weight, bias))
+    src.last = plan.step
+    d = dnnl_module()
+    plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
+    return True
 
 
 # -- RMSNorm, RotaryEmbed ------------------------------------------------------------------
