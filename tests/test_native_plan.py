@@ -245,28 +245,9 @@ def bench_models(main: tuple[str, ...]) -> list:
 @pytest.mark.parametrize("model", bench_models(("squeezenet", "mobilenet", "shufflenet", "FastestDet")))
 def test_benchmark_networks_run_natively(model, monkeypatch):
     monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
-    param = BENCH / f"{model}.param"
-    text = param.read_text()
-    weights = random_weights(str(param), seed=7, input_shape=INPUT_SHAPES.get(model, (3, 224, 224)))
-    inputs, outputs = parse_param(param)
-    net = ncnn_c.Net()
-    for k, v in FP32_FLAGS.items():
-        setattr(net.opt, k, v)
-    net.opt.num_threads = 1
-    assert net.load_param_mem(text) == 0 and net.load_model_mem(weights) == 0
-    g = np.random.default_rng(0)
-    arrays = [g.standard_normal(s).astype(np.float32) for _, s in inputs]
-    results = []
-    for _ in range(2):  # numpy (recorded, the plan checked against it), then the plan
-        ex = net.create_extractor()
-        for (name, _), a in zip(inputs, arrays, strict=True):
-            ex.input(name, ncnn_c.Mat(a))
-        outs = []
-        for name, _ in outputs:
-            ret, m = ex.extract(name)
-            assert ret == 0
-            outs.append(np.array(m.numpy(), copy=True))
-        results.append(outs)
+    _inputs, outputs = parse_param(BENCH / f"{model}.param")
+    # numpy (recorded, the plan checked against it), then the plan
+    net, results = _outputs_at(model, 1, runs=2)
     (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
     numpy_layers = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
     assert numpy_layers == NUMPY_LAYERS.get(model, [])
@@ -521,9 +502,10 @@ class _Idle:
 # -- the same bits at every thread count -------------------------------------------------------
 
 
-def _outputs_at(model: str, threads: int, runs: int = 3) -> list[list[np.ndarray]]:
-    """Every output of benchmark ``model`` (random weights) on each of ``runs`` extractors:
-    the first from the numpy layers (the recording), the others from the plan."""
+def _outputs_at(model: str, threads: int, runs: int = 3) -> tuple[ncnn_c.Net, list[list[np.ndarray]]]:
+    """The net of benchmark ``model`` (random weights, the oracle's fp32 options) and every
+    output on each of ``runs`` extractors: the first from the numpy layers (the recording),
+    the others from the plan."""
     param = BENCH / f"{model}.param"
     weights = random_weights(str(param), seed=7, input_shape=INPUT_SHAPES.get(model, (3, 224, 224)))
     inputs, outputs = parse_param(param)
@@ -545,7 +527,7 @@ def _outputs_at(model: str, threads: int, runs: int = 3) -> list[list[np.ndarray
             assert ret == 0
             outs.append(np.array(m).copy())
         got.append(outs)
-    return got
+    return net, got
 
 
 @pytest.mark.parametrize("model", bench_models(("squeezenet", "mobilenet", "shufflenet", "yolo-fastestv2")))
@@ -555,9 +537,9 @@ def test_thread_counts_give_the_same_bits(model):
     and mended with this test: products split by thread count on the numpy path, oneDNN's
     brgemm inner product splitting its sums at 4 threads (AlexNet), and YOLO-FastestV2's
     second head left to the numpy layers."""
-    ref = _outputs_at(model, 1)
+    _, ref = _outputs_at(model, 1)
     for threads in (2, 4):
-        got = _outputs_at(model, threads)
+        _, got = _outputs_at(model, threads)
         for run, (g_outs, r_outs) in enumerate(zip(got, ref, strict=True)):
             for i, (g, r) in enumerate(zip(g_outs, r_outs, strict=True)):
                 assert np.array_equal(g.view(np.uint32), r.view(np.uint32)), (
