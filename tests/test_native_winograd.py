@@ -213,8 +213,12 @@ def test_switched_off(tmp_path, monkeypatch):
     "c, oc, h, w, want",
     [
         (64, 64, 224, 224, 6),  # VGG16's first stage: many tiles, F(6,3) has fewer of them
-        (256, 256, 56, 56, 6),
-        (512, 512, 14, 14, 4),  # 3x3 tiles of 6 would cover 18x18
+        (128, 128, 56, 56, 6),
+        (256, 256, 56, 56, 4),  # both forms' weights streamed (STREAM_READ): F(4,3)'s are fewer
+        (256, 256, 28, 28, 4),  # 3x3 tiles of 6 would cover 30x30
+        (512, 512, 28, 28, 4),  # 37.7 MB of transformed weights, but 49 tiles to share them
+        (512, 512, 14, 14, 0),  # the same weights streamed for 16 tiles: direct (STREAM_READ)
+        (256, 256, 14, 14, 0),
         (512, 512, 7, 7, 0),  # 4 tiles: the transformed weights cost more than they save
         (3, 64, 224, 224, 0),  # the transforms of 3 channels cost more than the products
         (256, 16, 37, 37, 0),  # few output channels

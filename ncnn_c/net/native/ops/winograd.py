@@ -122,15 +122,30 @@ def forced() -> int | None:
 # thread: docs/decisions.md)
 WEIGHT_READ = 20
 TRANSFORM = 40
+# Weights of more than STREAM_BYTES stay in no core's cache from one run to the next: every run
+# streams them from memory, which more threads do hardly faster, while the products split.
+# So a layer of few tiles and wide channels, whose transformed weights are large (F(4,3):
+# 4x the direct kernel's), loses to the direct kernel on several threads (16-core host,
+# per layer at 1 / 2 / 4 / 8 threads, ms: ResNet-50's res4 layers, 256 channels at 14x14,
+# Winograd 1.51 / 1.26 / 0.68 / 0.42, direct 1.91 / 0.98 / 0.50 / 0.27; YOLOv4-tiny's
+# 512-channel 13x13 layer 4.76 / 2.65 / 2.46 / 1.54 against 5.06 / 2.92 / 1.53 / 0.91). The
+# form must not depend on the thread count (the same bits at every count), so a streamed
+# weight costs STREAM_READ multiply-adds: WEIGHT_READ x 4 threads / 1.5, the speed-up of
+# streaming at four (docs/decisions.md).
+STREAM_BYTES = 8 << 20
+STREAM_READ = 53
 
 
 def cost(m: int, c: int, oc: int, oh: int, ow: int, lanes: int) -> float:
     """The modelled cost of a 3x3 stride-1 layer: direct (``m`` 0) or Winograd F(m,3)."""
     if not m:
-        return 9.0 * c * oc * (oh * ow + WEIGHT_READ)
+        weights = 9 * c * oc
+        read = STREAM_READ if 4 * weights > STREAM_BYTES else WEIGHT_READ
+        return 9.0 * c * oc * (oh * ow + read)
     kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
     tiles = -(-oh // m) * -(-ow // m)
-    return (m + 2) ** 2 * (tiles * (kp * np_ + TRANSFORM * (kp + np_)) + WEIGHT_READ * kp * np_)
+    read = STREAM_READ if 4 * (m + 2) ** 2 * kp * np_ > STREAM_BYTES else WEIGHT_READ
+    return (m + 2) ** 2 * (tiles * (kp * np_ + TRANSFORM * (kp + np_)) + read * kp * np_)
 
 
 def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
