@@ -166,3 +166,26 @@ def test_contention_benchmark_line_per_policy():
         [*cmd[:2], "--env", "nonsense"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
+
+
+def test_fair_share_benchmark_runtimes_agree():
+    """benchmarks/fair_share.py: a row per thread count and runtime, busy / quiet consistent
+    with its two times, and the same checksum for both runtimes (the redo pool, in which
+    threads recompute stalled items and the first to finish commits, keeps every result);
+    bad arguments are usage errors."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "fair_share.py")]
+    r = subprocess.run(
+        [*cmd, "--threads", "1", "2", "--busy", "1", "--runs", "3", "--scale", "0.05"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# ") and "1 busy processes" in lines[0]
+    rows = [ln.split() for ln in lines if ln[:1] == " "]
+    assert [(row[0], row[1]) for row in rows] == [("1", "join"), ("1", "redo"), ("2", "join"), ("2", "redo")]
+    for row in rows:
+        quiet, busy, ratio = float(row[2]), float(row[3]), float(row[4].rstrip("x"))
+        assert quiet > 0 and busy > 0 and abs(ratio - busy / quiet) < 0.01 + 0.01 * ratio
+    assert rows[0][5] == rows[1][5] and rows[2][5] == rows[3][5]
+    bad = subprocess.run([*cmd, "--threads", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--threads" in bad.stderr
