@@ -1,4 +1,4 @@
-"""One 3x3 stride-1 convolution in the native plan as each form: direct, Winograd F(6,3), F(4,3).
+"""One 3x3 stride-1 convolution in the native plan as each form: direct, Winograd F(6,3), F(4,3), F(2,3).
 
 For each shape a small network (an Input, a 1x1 convolution so that the layer reads the
 layout the plan gives it, the 3x3 layer with ReLU) is built once per form
@@ -8,7 +8,7 @@ are in every figure, so compare the forms of one shape, not shapes. One thread i
 process CPU time (a loaded machine steals wall time), more threads in wall time. This is the
 measurement ``ops/winograd.py``'s cost model was fitted to (docs/decisions.md).
 
-    python benchmarks/winograd_layers.py [--threads 1] [--repeat 12] [--forms 0 63 43] CxOCxHxW ...
+    python benchmarks/winograd_layers.py [--threads 1] [--repeat 12] [--forms 0 63 43 23] CxOCxHxW ...
 
 e.g. ``64x64x224x224 512x512x14x14`` (VGG16's first and last stage).
 """
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("shapes", nargs="+", metavar="CxOCxHxW")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=12)
-    ap.add_argument("--forms", nargs="+", default=["0", "63", "43"], help="NCNN_C_WINOGRAD values")
+    ap.add_argument("--forms", nargs="+", default=["0", "63", "43", "23"], help="NCNN_C_WINOGRAD values")
     args = ap.parse_args(argv)
     if dnnl.get() is None or winograd.kernels() is None:
         print("winograd_layers: the native plan or the _winograd extension is not available", file=sys.stderr)

@@ -78,7 +78,7 @@ CASES = [
     (16, 24, 11, 9, "4=0 14=2 15=1 16=0 5=1"),  # asymmetric padding
 ]
 # (form, tiles per chunk; 0: all at once)
-FORMS = [("63", 0), ("43", 0), ("63", 3), ("43", 5)]
+FORMS = [("63", 0), ("43", 0), ("23", 0), ("63", 3), ("43", 5), ("23", 4)]
 
 
 @pytest.mark.parametrize("form, chunk", FORMS)
@@ -100,13 +100,13 @@ def test_baseline_kernels():
         pytest.skip("this run is the child")
     env = dict(os.environ, NCNN_C_WINOGRAD_BASELINE="1")
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__]
-    cmd += ["-k", "test_winograd_convolution and (63-0 or 43-5)"]
+    cmd += ["-k", "test_winograd_convolution and (63-0 or 43-5 or 23-4)"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "\n90 passed" in r.stdout, r.stdout[-500:]
+    assert "\n135 passed" in r.stdout, r.stdout[-500:]
 
 
-@pytest.mark.parametrize("form", ["63", "43"])
+@pytest.mark.parametrize("form", ["63", "43", "23"])
 def test_folded_layers_and_activations_after_it(tmp_path, monkeypatch, form):
     # BatchNorm folded into the weights and bias, ReLU fused into the output transform;
     # Swish after the second one runs as an eltwise primitive
@@ -146,7 +146,9 @@ def test_threads(tmp_path, monkeypatch, threads):
     assert winograd.forms(plan)["w"].startswith("winograd")
 
 
-@pytest.mark.parametrize("form, chunk, group", [("63", 3, 16), ("43", 0, 16), ("63", 5, 32), ("43", 7, 0)])
+@pytest.mark.parametrize(
+    "form, chunk, group", [("63", 3, 16), ("43", 0, 16), ("63", 5, 32), ("43", 7, 0), ("23", 9, 16)]
+)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_items_of_tiles_and_channel_groups(tmp_path, monkeypatch, form, chunk, group, threads):
     # the layer's work as items (a chunk of tiles, a group of output channels) on more or
@@ -217,12 +219,13 @@ def test_switched_off(tmp_path, monkeypatch):
         (256, 256, 56, 56, 4),  # both forms' weights streamed (STREAM_READ): F(4,3)'s are fewer
         (256, 256, 28, 28, 4),  # 3x3 tiles of 6 would cover 30x30
         (512, 512, 28, 28, 4),  # 37.7 MB of transformed weights, but 49 tiles to share them
-        (512, 512, 14, 14, 0),  # the same weights streamed for 16 tiles: direct (STREAM_READ)
-        (256, 256, 14, 14, 0),
+        (512, 512, 14, 14, 2),  # F(4,3)'s weights streamed for 16 tiles; F(2,3)'s, 1.8x the kernel, for 49
+        (256, 256, 14, 14, 2),
+        (256, 384, 13, 13, 2),
         (512, 512, 7, 7, 0),  # 4 tiles: the transformed weights cost more than they save
         (3, 64, 224, 224, 0),  # the transforms of 3 channels cost more than the products
         (256, 16, 37, 37, 0),  # few output channels
-        (768, 126, 9, 9, 0),
+        (768, 126, 9, 9, 2),
     ],
 )
 def test_the_rule(c, oc, h, w, want):
@@ -264,8 +267,10 @@ def test_transformed_weights_reproduce_a_correlation():
         ]
     )
     at4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]])
+    bt2 = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, -1, 0, 1]])
+    at2 = np.array([[1, 1, 1, 0], [0, 1, -1, 1]])
     g = np.random.default_rng(1)
-    for m, bt, at in ((6, bt6, at6), (4, bt4, at4)):
+    for m, bt, at in ((6, bt6, at6), (4, bt4, at4), (2, bt2, at2)):
         n = m + 2
         k = g.standard_normal((1, 1, 3, 3))
         d = g.standard_normal((n, n))

@@ -1,4 +1,4 @@
-/* Winograd F(6,3) / F(4,3) for 3x3 stride-1 convolutions in the native CPU plan: one plan
+/* Winograd F(6,3) / F(4,3) / F(2,3) for 3x3 stride-1 convolutions in the native CPU plan: one plan
    step per layer (ncnn_c/net/native/ops/winograd.py), ncnnc_wino_run, a plan.c kernel called
    with its context and its memories' data pointers (src, dst, scratch).
 
@@ -30,7 +30,7 @@
 const char ncnnc_winograd_build_stamp[] = "NCNNC_STAMP:@STAMP@";
 
 typedef struct {
-    int m;             /* output tile: 6 (F(6,3)) or 4 (F(4,3)) */
+    int m;             /* output tile: 6 (F(6,3)), 4 (F(4,3)) or 2 (F(2,3)) */
     int lanes;         /* channels per vector: the block of a blocked src / dst, 16 or 8 */
     int c, h, w;       /* input channels and plane */
     int kp;            /* c rounded up to lanes: the GEMM's K */

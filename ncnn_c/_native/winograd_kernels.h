@@ -18,10 +18,15 @@ typedef int WK(vi) __attribute__((vector_size(LANES * 4), aligned(4)));
 #define VF WK(vf)
 #define VI WK(vi)
 
-/* B^T d for one row of 8 (F(6,3)) or 6 (F(4,3)) vectors */
+/* B^T d for one row of 8 (F(6,3)), 6 (F(4,3)) or 4 (F(2,3)) vectors */
 static inline __attribute__((always_inline)) void WK(bt)(const VF *d, VF *o, const int n)
 {
-    if (n == 8) {
+    if (n == 4) {
+        o[0] = d[0] - d[2];
+        o[1] = d[1] + d[2];
+        o[2] = d[2] - d[1];
+        o[3] = d[3] - d[1];
+    } else if (n == 8) {
         o[0] = d[0] - d[6] + 5.25f * (d[4] - d[2]);
         o[7] = d[7] - d[1] + 5.25f * (d[3] - d[5]);
         VF e = d[2] + d[6] - 4.25f * d[4], q = d[1] + d[5] - 4.25f * d[3];
@@ -51,7 +56,13 @@ static inline __attribute__((always_inline)) void WK(bt)(const VF *d, VF *o, con
 /* A^T g for one row of n vectors: m = n - 2 outputs */
 static inline __attribute__((always_inline)) void WK(at)(const VF *g, VF *o, const int n)
 {
-    VF s12 = g[1] + g[2], d12 = g[1] - g[2], s34 = g[3] + g[4], d34 = g[3] - g[4];
+    VF s12 = g[1] + g[2], d12 = g[1] - g[2];
+    if (n == 4) {
+        o[0] = g[0] + s12;
+        o[1] = d12 + g[3];
+        return;
+    }
+    VF s34 = g[3] + g[4], d34 = g[3] - g[4];
     if (n == 8) {
         VF s56 = g[5] + g[6], d56 = g[5] - g[6];
         o[0] = g[0] + s12 + s34 + 32.0f * s56;
@@ -183,9 +194,12 @@ KATTR static void WK(wino_input)(const ncnnc_wino *p, const float *src, float *v
     if (p->m == 6)
         for (long it = 0; it < total; it++)
             WK(in_tile)(p, src, v, it / blocks, (int)(it % blocks), 8);
-    else
+    else if (p->m == 4)
         for (long it = 0; it < total; it++)
             WK(in_tile)(p, src, v, it / blocks, (int)(it % blocks), 6);
+    else
+        for (long it = 0; it < total; it++)
+            WK(in_tile)(p, src, v, it / blocks, (int)(it % blocks), 4);
 }
 
 /* output channel blocks b0 .. b0 + p->np / LANES - 1 of the chunk from M, whose rows hold
@@ -197,9 +211,12 @@ KATTR static void WK(wino_output)(const ncnnc_wino *p, const float *mm, float *d
     if (p->m == 6)
         for (long it = 0; it < total; it++)
             WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), b0 + (int)(it % blocks), 8);
-    else
+    else if (p->m == 4)
         for (long it = 0; it < total; it++)
             WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), b0 + (int)(it % blocks), 6);
+    else
+        for (long it = 0; it < total; it++)
+            WK(out_tile)(p, mm, dst, it / blocks, (int)(it % blocks), b0 + (int)(it % blocks), 4);
 }
 
 #undef VF

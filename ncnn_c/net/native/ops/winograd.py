@@ -1,4 +1,4 @@
-"""Winograd F(6,3) / F(4,3) for the 3x3 stride-1 convolutions of the native plan.
+"""Winograd F(6,3) / F(4,3) / F(2,3) for the 3x3 stride-1 convolutions of the native plan.
 
 oneDNN 3.2 has no fp32 Winograd on x86 (``dnnl_convolution_winograd`` is unimplemented,
 ``auto`` picks the direct kernel), and ncnn runs VGG's and YOLO's 3x3 layers through
@@ -16,13 +16,14 @@ own item. A residual add after the convolution keeps the direct kernel
 eltwise primitive after the output transform.
 
 Which form a layer takes (``choose``) is a cost model fitted to the benchmark networks'
-layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on small ones, direct where the
-planes are tiny (the transformed weights, 4-7x the kernel, are read for few tiles) or the
+layers (docs/decisions.md): F(6,3) on large planes, F(4,3) on smaller ones, F(2,3) where the
+planes are small and the channels wide (its transformed weights are 1.8x the kernel, F(4,3)'s
+4x, and they are read from memory for few tiles), direct where the planes are tiny or the
 channels few (the transforms outweigh the products). ``NCNN_C_WINOGRAD=0`` keeps every
-layer direct, ``=63`` / ``=43`` forces that form on every layer it can take (tests,
+layer direct, ``=63`` / ``=43`` / ``=23`` forces that form on every layer it can take (tests,
 measurements); ``NCNN_C_WINOGRAD_CHUNK`` / ``NCNN_C_WINOGRAD_GROUP`` set the tiles per chunk
 and the output channels per group. ``forms(plan)`` is each
-choice of a plan: {layer name: "winograd63" | "winograd43" | "direct"}.
+choice of a plan: {layer name: "winograd63" | "winograd43" | "winograd23" | "direct"}.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ log = logging.getLogger("ncnn_c")
 # ones; nhwc ("acdb", oneDNN's brgconv on AVX-512) takes the kernels' best width
 LANES = {"aBcd16b": 16, "aBcd8b": 8, "acdb": 0}
 
-# G of F(m,3) over the points 0, +-1, +-2, +-1/2 (F(6,3)) / 0, +-1, +-2 (F(4,3)) and
-# infinity, scaled to go with the integer-friendly B^T and A^T written out in winograd_kernels.h
+# G of F(m,3) over the points 0, +-1, +-2, +-1/2 (F(6,3)) / 0, +-1, +-2 (F(4,3)) / 0, +-1
+# (F(2,3)) and infinity, scaled to go with the integer-friendly B^T and A^T written out in winograd_kernels.h
 G = {
     6: [
         [1.0, 0.0, 0.0],
@@ -57,6 +58,7 @@ G = {
         [0.0, 0.0, 1.0],
     ],
     4: G_F43,  # the numpy Convolution's own
+    2: [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]],
 }
 
 
@@ -92,7 +94,7 @@ _forms: weakref.WeakKeyDictionary[NativePlan, dict[str, str]] = weakref.WeakKeyD
 
 def forms(plan: NativePlan) -> dict[str, str]:
     """How each 3x3 stride-1 convolution of ``plan`` runs: {layer name: "winograd63" |
-    "winograd43" | "direct"}."""
+    "winograd43" | "winograd23" | "direct"}."""
     return _forms.setdefault(plan, {})
 
 
@@ -110,9 +112,10 @@ def nhwc_lanes() -> int:
 
 
 def forced() -> int | None:
-    """``NCNN_C_WINOGRAD``: 0 (never), 63 / 43 (that form wherever possible), None (the rule)."""
+    """``NCNN_C_WINOGRAD``: 0 (never), 63 / 43 / 23 (that form wherever possible), None (the
+    rule)."""
     v = os.environ.get("NCNN_C_WINOGRAD", "").strip()
-    return {"0": 0, "63": 6, "43": 4}.get(v) if v else None
+    return {"0": 0, "63": 6, "43": 4, "23": 2}.get(v) if v else None
 
 
 # the cost model ``choose`` picks by, in multiply-adds of the GEMMs: a weight read from memory
@@ -149,9 +152,9 @@ def cost(m: int, c: int, oc: int, oh: int, ow: int, lanes: int) -> float:
 
 
 def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
-    """The output tile of the Winograd form for a 3x3 stride-1 layer (6, 4), or 0 (direct):
+    """The output tile of the Winograd form for a 3x3 stride-1 layer (6, 4, 2), or 0 (direct):
     the cheapest by ``cost``."""
-    return min((0, 6, 4), key=lambda m: cost(m, c, oc, oh, ow, lanes))
+    return min((0, 6, 4, 2), key=lambda m: cost(m, c, oc, oh, ow, lanes))
 
 
 # The work of one layer is cut into items (a chunk of tiles x a group of output channels),
