@@ -216,7 +216,7 @@ def test_switched_off(tmp_path, monkeypatch):
     [
         (64, 64, 224, 224, 6),  # VGG16's first stage: many tiles, F(6,3) has fewer of them
         (128, 128, 56, 56, 6),
-        (256, 256, 56, 56, 4),  # both forms' weights streamed (STREAM_READ): F(4,3)'s are fewer
+        (256, 256, 56, 56, 4),  # F(6,3)'s 16.8 MB of weights are streamed (STREAM_READ), F(4,3)'s 9.4 not
         (256, 256, 28, 28, 4),  # 3x3 tiles of 6 would cover 30x30
         (512, 512, 28, 28, 4),  # 37.7 MB of transformed weights, but 49 tiles to share them
         (512, 512, 14, 14, 2),  # F(4,3)'s weights streamed for 16 tiles; F(2,3)'s, 1.8x the kernel, for 49
@@ -226,6 +226,7 @@ def test_switched_off(tmp_path, monkeypatch):
         (3, 64, 224, 224, 0),  # the transforms of 3 channels cost more than the products
         (256, 16, 37, 37, 0),  # few output channels
         (768, 126, 9, 9, 2),
+        (384, 256, 26, 26, 4),  # 49 tiles share F(4,3)'s weights
     ],
 )
 def test_the_rule(c, oc, h, w, want):

@@ -127,16 +127,16 @@ WEIGHT_READ = 20
 TRANSFORM = 40
 # Weights of more than STREAM_BYTES stay in no core's cache from one run to the next: every run
 # streams them from memory, which more threads do hardly faster, while the products split.
-# So a layer of few tiles and wide channels, whose transformed weights are large (F(4,3):
-# 4x the direct kernel's), loses to the direct kernel on several threads (16-core host,
-# per layer at 1 / 2 / 4 / 8 threads, ms: ResNet-50's res4 layers, 256 channels at 14x14,
-# Winograd 1.51 / 1.26 / 0.68 / 0.42, direct 1.91 / 0.98 / 0.50 / 0.27; YOLOv4-tiny's
-# 512-channel 13x13 layer 4.76 / 2.65 / 2.46 / 1.54 against 5.06 / 2.92 / 1.53 / 0.91). The
-# form must not depend on the thread count (the same bits at every count), so a streamed
-# weight costs STREAM_READ multiply-adds: WEIGHT_READ x 4 threads / 1.5, the speed-up of
-# streaming at four (docs/decisions.md).
-STREAM_BYTES = 8 << 20
-STREAM_READ = 53
+# So on a small plane with wide channels F(4,3), whose transformed weights are 4x the kernel,
+# loses on several threads, and F(2,3) (1.8x the kernel, more tiles to share them) wins at
+# every count. A streamed weight costs STREAM_READ multiply-adds, fitted with the four forms
+# of eleven such layers at 1 / 2 / 4 / 8 threads (the least summed log of time over the best
+# form's; 16-core host, `benchmarks/winograd_layers.py`, docs/decisions.md). 512 -> 512
+# channels at 14x14, ms at 1 / 2 / 4 / 8 threads: direct 9.79 / 5.62 / 3.35 / 1.47, F(4,3)
+# 7.92 / 4.31 / 3.43 / 1.81, F(2,3) 7.13 / 3.99 / 2.78 / 1.42. The form must not depend on the
+# thread count (the same bits at every count).
+STREAM_BYTES = 12 << 20
+STREAM_READ = 40
 
 
 def cost(m: int, c: int, oc: int, oh: int, ow: int, lanes: int) -> float:
