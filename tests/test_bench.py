@@ -189,3 +189,26 @@ def test_fair_share_benchmark_runtimes_agree():
     assert rows[0][5] == rows[1][5] and rows[2][5] == rows[3][5]
     bad = subprocess.run([*cmd, "--threads", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--threads" in bad.stderr
+
+
+def test_winograd_rule_ab_line_per_model_and_thread_count():
+    """benchmarks/winograd_rule_ab.py: both rules' plans timed in turn, a line per model and
+    thread count with new / old consistent with its times; an unknown model is a usage error."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "winograd_rule_ab.py")]
+    r = subprocess.run(
+        [*cmd, "squeezenet_v1.1", "--threads", "1", "2", "--loops", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+    assert len(rows) == 2
+    for row, threads in zip(rows, (1, 2), strict=True):
+        m = re.match(
+            rf"squeezenet_v1\.1 +{threads} threads +old rule +([\d.]+) ms +new +([\d.]+) ms +new/old ([\d.]+)$",
+            row,
+        )
+        assert m, row
+        old, new, ratio = (float(m.group(i)) for i in (1, 2, 3))
+        assert old > 0 and abs(ratio - new / old) < 0.002 + 0.002 * ratio
+    bad = subprocess.run([*cmd, "nosuchmodel"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "nosuchmodel" in bad.stderr
