@@ -13,12 +13,11 @@ Exit codes: 0 done, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,6 +27,7 @@ import vs_ncnn  # noqa: E402
 import ncnn_c  # noqa: E402
 from ncnn_c.datareader import DataReaderFromEmpty  # noqa: E402
 from ncnn_c.net.native.ops import winograd  # noqa: E402
+from ncnn_c.tools.bench import lib_mats, make_inputs, run_once  # noqa: E402
 
 NEW = winograd.choose
 
@@ -63,26 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"# {vs_ncnn.machine()}; median of {args.loops}, alternating; load {vs_ncnn.loadavg()}")
     for m in models:
-        shapes = vs_ncnn.model_shapes(m)
-        rng = np.random.default_rng(0)
-        mats = [
-            ncnn_c.Mat(rng.standard_normal(tuple(reversed(s))).astype(np.float32)).clone() for _, s in shapes
-        ]
+        inputs = make_inputs(vs_ncnn.model_shapes(m))
+        mats = lib_mats(ncnn_c, inputs)
         for threads in args.threads:
             nets = []
             for rule in (old_choose, NEW):
                 winograd.choose = rule  # read when the plan is built: the first extracts below
                 try:
                     net = load(str(m.param), threads)
-                    outs = net.output_names()
-
-                    def run(net=net, outs=outs, shapes=shapes, mats=mats) -> None:
-                        ex = net.create_extractor()
-                        for (name, _), mat in zip(shapes, mats, strict=True):
-                            ex.input(name, mat)
-                        for o in outs:
-                            ex.extract(o)
-
+                    run = functools.partial(run_once, ncnn_c, net, inputs, mats, net.output_names())
                     for _ in range(3):
                         run()
                 finally:

@@ -101,16 +101,10 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
             plan.run1(seg, dn.binary("add", out.md, row.md, out.md), out, out, [(d.ARG_SRC_1, row)])
         if alpha:
             plan.run1(seg, dn.eltwise("linear", out.md, out.md, float(layer.alpha), 0.0), out, out)
-    elif m == 1 and gemv(
-        plan,
-        seg,
-        src,
-        out,
-        wt,
-        None if layer._C is None else np.asarray(layer._C, np.float32).reshape(n),
-        float(layer.alpha),
-    ):
-        pass  # one row (a decode step): our GEMV, a pass over the weights at the memory's speed
+    elif m == 1 and kernels() is not None:
+        # one row (a decode step): our GEMV, a pass over the weights at the memory's speed
+        per_n = None if layer._C is None else np.asarray(layer._C, np.float32).reshape(n)
+        gemv(plan, seg, src, out, wt, per_n, float(layer.alpha))
     else:
         # oneDNN's GEMM over the plain weights (the GEMV at M = 1 where _llm is not built)
         weights = plan.const(wt, (n, k), "ab")

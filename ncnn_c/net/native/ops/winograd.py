@@ -139,16 +139,19 @@ STREAM_BYTES = 12 << 20
 STREAM_READ = 40
 
 
+def _read(weights: int) -> int:
+    """What reading one of a form's ``weights`` (floats) costs, in multiply-adds."""
+    return STREAM_READ if 4 * weights > STREAM_BYTES else WEIGHT_READ
+
+
 def cost(m: int, c: int, oc: int, oh: int, ow: int, lanes: int) -> float:
     """The modelled cost of a 3x3 stride-1 layer: direct (``m`` 0) or Winograd F(m,3)."""
     if not m:
-        weights = 9 * c * oc
-        read = STREAM_READ if 4 * weights > STREAM_BYTES else WEIGHT_READ
-        return 9.0 * c * oc * (oh * ow + read)
+        return 9.0 * c * oc * (oh * ow + _read(9 * c * oc))
     kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
     tiles = -(-oh // m) * -(-ow // m)
-    read = STREAM_READ if 4 * (m + 2) ** 2 * kp * np_ > STREAM_BYTES else WEIGHT_READ
-    return (m + 2) ** 2 * (tiles * (kp * np_ + TRANSFORM * (kp + np_)) + read * kp * np_)
+    n2 = (m + 2) ** 2
+    return n2 * (tiles * (kp * np_ + TRANSFORM * (kp + np_)) + _read(n2 * kp * np_) * kp * np_)
 
 
 def choose(c: int, oc: int, oh: int, ow: int, lanes: int) -> int:
