@@ -24,6 +24,9 @@ def _planned(param: str, threads: int, work_limit: int, shape):
     from ...tools.bench import input_specs, make_inputs, resolve_shapes
 
     os.environ["NCNN_C_STEP_WORK"] = str(work_limit)
+    # each plan at the count asked: on a busy small machine the contention rule would swap
+    # in a one-thread plan whose steps are not the ones timed
+    os.environ["NCNN_C_CONTENTION"] = "0"
     net = ncnn_c.Net()
     net.opt.num_threads = threads
     net.opt.use_vulkan_compute = False
