@@ -2,7 +2,7 @@
 
     python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2 [4 ...]] [--loops N] [--warmup N]
                                  [--models NAME|PATH ...] [--png out.png] [--no-rss]
-                                 [--separate] [--contention N] [--int8] [--rss-only]
+                                 [--separate [--rounds R]] [--contention N] [--int8] [--rss-only]
 
 Every table is printed with the machine (CPU model, core count) and the load average before
 and after it: figures against the PyPI ncnn mean something only on a quiet machine (its
@@ -22,7 +22,10 @@ oracle's options) with the same thread count; with ``--device vulkan`` both keep
 default GPU options (fp16 storage and arithmetic where the device has them, packing), and
 each library is timed in a child process of its own (``--separate``, the default there):
 two Vulkan devices on one GPU in one process slow each other down (on an H200, about 3 ms
-per small-network inference for whichever ran after the other). Peak RSS is measured per library in a child process that imports
+per small-network inference for whichever ran after the other). ``--rounds R`` runs R pairs of
+such children per model, the order swapped each round, and takes each library's median over
+all of its children's timed runs: on a machine whose speed drifts by the second (a shared VM)
+both libraries then sample the same spells. Peak RSS is measured per library in a child process that imports
 only that library, loads the model and runs it once. A model ncnn_c cannot load or run
 is listed as ``fails: <reason>`` and the run goes on. ``--rss-only`` runs only those children
 (no timing): a table of peak RSS per library and the ratio.
@@ -38,6 +41,7 @@ import json
 import logging
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -246,11 +250,13 @@ def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, e
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
         return {}, "timed out"
-    values = {}
+    values: dict = {}
     for line in r.stdout.splitlines():
         key, _, value = line.partition(" ")
         if key in ("PEAK_RSS_MB", "MEDIAN_MS"):
             values[key] = float(value)
+        elif key == "TIMES_MS":
+            values[key] = [float(v) for v in value.split(",")]
     error = "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["no output"])[-1]
     return values, error
 
@@ -296,15 +302,36 @@ def child(args) -> int:
             print(r.error, file=sys.stderr)
             return 1
         print(f"MEDIAN_MS {r.median_ms():.4f}")
+        print("TIMES_MS " + ",".join(f"{t * 1e3:.4f}" for t in r.times))
     return 0
 
 
-def timed_child(lib_name: str, model: Model, shapes, args) -> tuple[float | None, float | None, str]:
-    """(median ms, peak RSS MB, error) of ``model`` timed in a child process of its own."""
+def timed_child(lib_name: str, model: Model, shapes, args) -> tuple[list[float], float | None, str]:
+    """(timed runs in ms, peak RSS MB, error) of ``model`` timed in a child process of its own."""
     extra = ["--warmup", str(args.warmup), "--child-loops", str(args.loops)]
     values, error = _run_child(lib_name, model, shapes, args.device, args.threads, extra)
-    ms = values.get("MEDIAN_MS")
-    return ms, values.get("PEAK_RSS_MB"), "" if ms is not None else error or "no timing"
+    times = values.get("TIMES_MS") or []
+    return times, values.get("PEAK_RSS_MB"), "" if times else error or "no timing"
+
+
+def timed_children(model: Model, shapes, args) -> dict[str, tuple[float | None, float | None, str]]:
+    """{library: (median ms over every round's timed runs, largest peak RSS MB, error)}: ``args.rounds``
+    pairs of children, ncnn_c first in even rounds, the PyPI ncnn first in odd ones."""
+    times: dict[str, list[float]] = {"ncnn_c": [], "ncnn": []}
+    rss: dict[str, float | None] = {"ncnn_c": None, "ncnn": None}
+    errors = {"ncnn_c": "", "ncnn": ""}
+    for r in range(args.rounds):
+        for lib in ("ncnn_c", "ncnn") if r % 2 == 0 else ("ncnn", "ncnn_c"):
+            if errors[lib]:
+                continue  # it failed once: its error stands, its other rounds are not run
+            got, peak, errors[lib] = timed_child(lib, model, shapes, args)
+            times[lib] += got
+            if peak is not None:
+                rss[lib] = max(peak, rss[lib] or 0.0)
+    return {
+        lib: (None if errors[lib] else statistics.median(times[lib]), rss[lib], errors[lib])
+        for lib in ("ncnn_c", "ncnn")
+    }
 
 
 def fmt(v: float | None, spec: str = ".2f") -> str:
@@ -336,11 +363,19 @@ def print_rss_table(rows: list[Row], args) -> None:
         print(f"{r.model.name:<24} {fmt(r.ours_rss, '.1f'):>12} {fmt(r.ncnn_rss, '.1f'):>12} {ratio:>8}")
 
 
+def separate(args) -> bool:
+    """Whether each library is timed in child processes of its own (the default on Vulkan)."""
+    return args.separate if args.separate is not None else args.device == "vulkan"
+
+
 def print_table(rows: list[Row], args, load_before: str = "") -> None:
     if args.rss_only:
         print_rss_table(rows, args)
         return
-    mode = "separate processes" if args.separate else "one process, alternating"
+    if separate(args):
+        mode = "separate processes" + (f", {args.rounds} rounds" if args.rounds > 1 else "")
+    else:
+        mode = "one process, alternating"
     busy = f", {args.contention} CPU-bound processes beside it" if args.contention else ""
     int8 = ", int8 (use_int8_inference)" if args.int8 else ""
     print(
@@ -400,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--loops", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="with --separate: pairs of children per model (order swapped)"
+    )
     ap.add_argument("--models", nargs="+", metavar="NAME|PATH", help="model names or .param paths")
     ap.add_argument("--png", help="write a bar chart of the medians to this file")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
@@ -418,8 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         args.threads = args.threads[0]
         return child(args)
-    if args.loops < 1 or args.warmup < 0 or min(args.threads) < 1 or args.contention < 0:
-        print("vs_ncnn: --loops and --threads must be >= 1, --warmup >= 0", file=sys.stderr)
+    if args.loops < 1 or args.warmup < 0 or min(args.threads) < 1 or args.contention < 0 or args.rounds < 1:
+        print("vs_ncnn: --loops, --threads and --rounds must be >= 1, --warmup >= 0", file=sys.stderr)
+        return 2
+    if args.rounds > 1 and not separate(args):
+        print("vs_ncnn: --rounds counts child processes: it needs --separate", file=sys.stderr)
         return 2
     if args.rss_only and args.no_rss:
         print("vs_ncnn: --rss-only and --no-rss exclude each other", file=sys.stderr)
@@ -475,10 +516,11 @@ def run_models(models, args, ncnn, ncnn_c) -> list[Row]:
             row.ncnn_rss = rss_of("ncnn", model, shapes, args.device, args.threads)
             print(f"vs_ncnn: {model.name} done", file=sys.stderr)
             continue
-        if args.separate if args.separate is not None else args.device == "vulkan":
-            # the RSS reported is the timing child's peak (after the timed loops)
-            row.ours_ms, rss, row.fails = timed_child("ncnn_c", model, shapes, args)
-            row.ncnn_ms, ncnn_rss, row.ncnn_fails = timed_child("ncnn", model, shapes, args)
+        if separate(args):
+            # the RSS reported is the timing children's peak (after the timed loops)
+            got = timed_children(model, shapes, args)
+            row.ours_ms, rss, row.fails = got["ncnn_c"]
+            row.ncnn_ms, ncnn_rss, row.ncnn_fails = got["ncnn"]
             if not args.no_rss:
                 row.ours_rss, row.ncnn_rss = rss, ncnn_rss
             print(f"vs_ncnn: {model.name} done", file=sys.stderr)

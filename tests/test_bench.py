@@ -147,6 +147,37 @@ def test_vs_ncnn_table_chart_and_failures(tmp_path):
     assert r.returncode == 2 and "unknown model 'nosuchmodel'" in r.stderr
 
 
+def test_vs_ncnn_separate_rounds(tmp_path):
+    """--separate --rounds 2: two pairs of children per model, one row from all their timed
+    runs; a model that fails says why; --rounds without --separate is a usage error."""
+    bad = tmp_path / "broken.param"
+    bad.write_text("7767517\n2 2\nInput in 0 1 data 0=8 1=8 2=3\nNoSuchLayer x 1 1 data y\n")
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "vs_ncnn.py"), "--loops", "2", "--warmup", "0"]
+    cmd += [
+        "--threads",
+        "1",
+        "--models",
+        "squeezenet_v1.1",
+        str(bad),
+        "--no-rss",
+        "--separate",
+        "--rounds",
+        "2",
+    ]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "separate processes, 2 rounds" in r.stdout.splitlines()[0]
+    row = next(line for line in r.stdout.splitlines() if line.startswith("squeezenet_v1.1"))
+    m = re.fullmatch(r"squeezenet_v1\.1 +(\d+\.\d\d) +(\d+\.\d\d) +(\d+\.\d\d)x +- +-", row)
+    assert m, row
+    ours, ref, ratio = (float(m.group(i)) for i in (1, 2, 3))
+    assert abs(ratio - ours / ref) < 0.01 + 0.01 * ratio
+    broken = next(line for line in r.stdout.splitlines() if line.startswith("broken"))
+    assert "fails: " in broken and "NoSuchLayer" in broken
+    r = subprocess.run([*cmd[:2], "--rounds", "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "needs --separate" in r.stderr
+
+
 def test_contention_benchmark_line_per_policy():
     """benchmarks/contention.py: one line per wait policy, quiet/busy=ratio per model; a
     malformed --env is a usage error."""
