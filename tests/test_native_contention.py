@@ -31,7 +31,8 @@ class Load:
 def load(monkeypatch):
     monkeypatch.setenv("NCNN_C_CONTENTION", "1")
     stand_in = Load(1)
-    monkeypatch.setattr(contention, "STATE", contention.Contention(stand_in, cpus=16))
+    # no span to wait out: each read is one step of the streak (the span has a test of its own)
+    monkeypatch.setattr(contention, "STATE", contention.Contention(stand_in, cpus=16, hold=0.0))
     return stand_in
 
 
@@ -42,6 +43,29 @@ def test_busy_after_a_streak_and_quiet_after_one(load):
     assert [state.threads(2) for _ in range(3)] == [2, 1, 1]  # one busy read is not enough
     load.running = 15  # 13 others leave three CPUs: two are enough
     assert [state.threads(2) for _ in range(3)] == [1, 2, 2]
+
+
+def test_the_streak_must_span_the_hold(monkeypatch):
+    """Busy reads in a row flip the state only once they span ``hold`` seconds (a kernel
+    thread's blip does not), and a quiet read in between starts the span again."""
+    monkeypatch.setenv("NCNN_C_CONTENTION", "1")
+    load = Load(18)
+    now = [100.0]
+    state = contention.Contention(load, cpus=16, hold=0.3, clock=lambda: now[0])
+
+    def at(t: float) -> int:
+        now[0] = 100.0 + t
+        return state.threads(2)
+
+    assert [at(0.0), at(0.1), at(0.2)] == [2, 2, 2]  # three busy reads within 0.2 s
+    load.running = 1
+    assert at(0.35) == 2 and not state.busy  # a quiet read: the span starts again
+    load.running = 18
+    assert [at(0.4), at(0.6)] == [2, 2] and not state.busy
+    assert at(0.71) == 1 and state.busy  # 0.31 s of busy reads
+    load.running = 1
+    assert [at(0.8), at(1.0), at(1.11)] == [1, 1, 2]  # as long to be quiet again
+    assert not state.busy
 
 
 def test_an_isolated_read_does_not_flip(load):

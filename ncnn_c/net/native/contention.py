@@ -18,7 +18,12 @@ change in the load is seen.
 
 Busy: the runnable tasks of the whole system (``/proc/loadavg``'s fourth field, read at each
 extract, about 2 µs) less this run's own threads leave fewer than two of the online CPUs
-free, on ``STREAK`` extracts in a row; quiet again after as many quiet ones. The one-thread
+free, on ``STREAK`` extracts in a row spanning at least ``HOLD_S``; quiet again after as many
+quiet ones over as long. The span keeps short-lived tasks out: on a quiet 2-core VM a kernel
+thread or a worker still spinning after the last step made a third runnable task at two
+reads in a row about once in 30 extracts (ResNet50 at two threads: 3-5 busy spells in 60
+extracts), and each spell ran extracts on one thread while it measured the two counts
+afresh. The one-thread
 run is a plan of its own (recorded once, on the first busy extract of a shape), whose results
 agree with the two-thread plan's as every thread count's do (relative 1e-5). Off the Linux
 ``/proc`` (or ``NCNN_C_CONTENTION=0``), the thread count is always the caller's.
@@ -30,6 +35,7 @@ import logging
 import os
 import statistics
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Hashable
 
@@ -37,6 +43,8 @@ log = logging.getLogger("ncnn_c")
 
 # consecutive extracts that must agree before the thread count changes
 STREAK = 2
+# ... and the seconds they must span (from the first of them to the last)
+HOLD_S = 0.3
 LOADAVG = "/proc/loadavg"
 # busy extracts per thread count measured before choosing, and kept for the median
 SAMPLES = 3
@@ -98,12 +106,17 @@ class Contention:
     """The busy / quiet state with its streak (one per process: the machine is one), and the
     busy timings of each plan key."""
 
-    def __init__(self, read=_read_running, cpus: int | None = None) -> None:
+    def __init__(
+        self, read=_read_running, cpus: int | None = None, hold: float = HOLD_S, clock=time.monotonic
+    ) -> None:
         self._read = read
         self._cpus = cpus or os.cpu_count() or 1
+        self._hold = hold
+        self._clock = clock
         self._lock = threading.Lock()
         self.busy = False
         self._streak = 0
+        self._since = 0.0  # when the reads began to disagree with ``busy``
         self._timings: OrderedDict[Hashable, _Timings] = OrderedDict()
 
     def record(self, key: Hashable, threads: int, seconds: float) -> None:
@@ -132,8 +145,11 @@ class Contention:
             if busy_now == self.busy:
                 self._streak = 0
             else:
+                now = self._clock()
+                if self._streak == 0:
+                    self._since = now
                 self._streak += 1
-                if self._streak >= STREAK:
+                if self._streak >= STREAK and now - self._since >= self._hold:
                     self.busy, self._streak = busy_now, 0
                     self._timings.clear()  # a new spell of load: measured afresh
                     log.info(
