@@ -5,7 +5,7 @@
 
 For each ``--env`` setting (default: none, ncnn_c's own ``GOMP_SPINCOUNT``), every model is
 timed in a fresh child process of ``vs_ncnn.py`` (median of ``--loops`` extracts after two
-warm-ups), first on the quiet machine, then with ``--busy`` processes running ``while True:
+warm-ups and at least a second of them), first on the quiet machine, then with ``--busy`` processes running ``while True:
 pass`` (default: one per core). Prints one line per setting: quiet / busy = ratio per model,
 and the load average. ``--lib ncnn`` times the PyPI ncnn instead. The wait policies are
 libgomp's, read when it starts, hence a child per setting: ``OMP_WAIT_POLICY=active``
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -34,8 +35,8 @@ def time_models(models, lib: str, args: argparse.Namespace, env: dict[str, str])
     try:
         out: dict[str, float | str] = {}
         for m in models:
-            ms, _rss, err = vs_ncnn.timed_child(lib, m, vs_ncnn.model_shapes(m), args)
-            out[m.name] = ms if ms is not None else err
+            times, _rss, err = vs_ncnn.timed_child(lib, m, vs_ncnn.model_shapes(m), args)
+            out[m.name] = statistics.median(times) if times else err
         return out
     finally:
         os.environ.clear()
@@ -75,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     except vs_ncnn.UsageError as e:
         print(f"contention: {e}", file=sys.stderr)
         return 2
-    timing = argparse.Namespace(warmup=2, loops=args.loops, device="cpu", threads=args.threads)
+    # a second of warm-up: ncnn_c's busy-machine rule acts after 0.3 s of busy reads, and a
+    # run beside busy processes is in its steady state after that
+    timing = argparse.Namespace(
+        warmup=2, warmup_seconds=1.0, loops=args.loops, device="cpu", threads=args.threads
+    )
     print(f"# {vs_ncnn.machine()}; {args.lib}, {args.threads} threads, {args.busy} busy processes, "
           f"median of {args.loops}; quiet/busy ms = ratio")  # fmt: skip
     for env in envs:

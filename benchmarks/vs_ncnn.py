@@ -1,13 +1,15 @@
 """Latency and memory of ncnn_c against the PyPI ``ncnn`` on the benchmark models.
 
     python benchmarks/vs_ncnn.py [--device cpu|vulkan] [--threads 2 [4 ...]] [--loops N] [--warmup N]
+                                 [--warmup-seconds S]
                                  [--models NAME|PATH ...] [--png out.png] [--no-rss]
                                  [--separate [--rounds R]] [--contention N] [--int8] [--rss-only]
 
 Every table is printed with the machine (CPU model, core count) and the load average before
 and after it: figures against the PyPI ncnn mean something only on a quiet machine (its
 spinning OpenMP threads collapse under load). ``--contention N`` runs N CPU-bound processes
-beside the timed ones (one per core measures the "busy machine" case); ``--threads 1 2 4 8``
+beside the timed ones (one per core measures the "busy machine" case; the warm-up then lasts a
+second at least, ``--warmup-seconds``, as ncnn_c's busy-machine rule acts after 0.3 s); ``--threads 1 2 4 8``
 prints one table per thread count and says where a latency rose with more threads.
 
 Models: every ``benchmark/*.param`` (the shared copy, else the repo's ``models/benchmark``)
@@ -240,6 +242,20 @@ class Runner:
         return summarize(self.times)[1] if self.times and not self.error else None
 
 
+def warm_up(runners: list[Runner], args) -> None:
+    """Untimed runs of each runner in turn: ``args.warmup`` of them, and more until
+    ``args.warmup_seconds`` have passed (ncnn_c's busy-machine rule needs 0.3 s of busy reads
+    before it acts: a run beside busy processes is in its steady state after that)."""
+    start = time.perf_counter()
+    i = 0
+    while i < args.warmup or time.perf_counter() - start < args.warmup_seconds:
+        for r in runners:
+            r.timed(False)
+        if all(r.error for r in runners):
+            return
+        i += 1
+
+
 def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, extra=()) -> tuple[dict, str]:
     """Run this script as a child with one library on ``model``: ({KEY: float} from its
     ``KEY value`` lines, the last stderr line or "" when it exited 0)."""
@@ -296,8 +312,9 @@ def child(args) -> int:
         return 1
     print(f"PEAK_RSS_MB {peak_rss_mb():.1f}")
     if args.child_loops:
-        for i in range(args.warmup + args.child_loops):
-            r.timed(i >= args.warmup)
+        warm_up([r], args)
+        for _ in range(args.child_loops):
+            r.timed(True)
         if r.error:
             print(r.error, file=sys.stderr)
             return 1
@@ -308,7 +325,8 @@ def child(args) -> int:
 
 def timed_child(lib_name: str, model: Model, shapes, args) -> tuple[list[float], float | None, str]:
     """(timed runs in ms, peak RSS MB, error) of ``model`` timed in a child process of its own."""
-    extra = ["--warmup", str(args.warmup), "--child-loops", str(args.loops)]
+    extra = ["--warmup", str(args.warmup), "--warmup-seconds", str(args.warmup_seconds)]
+    extra += ["--child-loops", str(args.loops)]
     values, error = _run_child(lib_name, model, shapes, args.device, args.threads, extra)
     times = values.get("TIMES_MS") or []
     return times, values.get("PEAK_RSS_MB"), "" if times else error or "no timing"
@@ -436,6 +454,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loops", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=None,
+        help="untimed runs go on at least this long (default 0, 1 with --contention)",
+    )
+    ap.add_argument(
         "--rounds", type=int, default=1, help="with --separate: pairs of children per model (order swapped)"
     )
     ap.add_argument("--models", nargs="+", metavar="NAME|PATH", help="model names or .param paths")
@@ -453,11 +477,16 @@ def main(argv: list[str] | None = None) -> int:
         help="time each library in a child process of its own (default: on for vulkan)",
     )
     args = ap.parse_args(argv)
+    if args.warmup_seconds is None:
+        args.warmup_seconds = 1.0 if args.contention else 0.0
     if args.child:
         args.threads = args.threads[0]
         return child(args)
-    if args.loops < 1 or args.warmup < 0 or min(args.threads) < 1 or args.contention < 0 or args.rounds < 1:
-        print("vs_ncnn: --loops, --threads and --rounds must be >= 1, --warmup >= 0", file=sys.stderr)
+    bad = args.loops < 1 or min(args.threads) < 1 or args.rounds < 1 or args.contention < 0
+    if bad or args.warmup < 0 or not 0 <= args.warmup_seconds < 3600:
+        print(
+            "vs_ncnn: --loops, --threads and --rounds must be >= 1, --warmup(-seconds) >= 0", file=sys.stderr
+        )
         return 2
     if args.rounds > 1 and not separate(args):
         print("vs_ncnn: --rounds counts child processes: it needs --separate", file=sys.stderr)
@@ -527,9 +556,10 @@ def run_models(models, args, ncnn, ncnn_c) -> list[Row]:
             continue
         ours = Runner(ncnn_c, model, shapes, args.device, args.threads)
         ref = Runner(ncnn, model, shapes, args.device, args.threads)
-        for i in range(args.warmup + args.loops):
-            ours.timed(i >= args.warmup)
-            ref.timed(i >= args.warmup)
+        warm_up([ours, ref], args)
+        for _ in range(args.loops):
+            ours.timed(True)
+            ref.timed(True)
         row.fails, row.ncnn_fails = ours.error, ref.error
         row.ours_ms, row.ncnn_ms = ours.median_ms(), ref.median_ms()
         del ours, ref

@@ -178,6 +178,43 @@ def test_vs_ncnn_separate_rounds(tmp_path):
     assert r.returncode == 2 and "needs --separate" in r.stderr
 
 
+def test_vs_ncnn_warm_up_lasts_its_seconds(monkeypatch):
+    """Untimed runs: at least --warmup of them, and more until --warmup-seconds have passed;
+    a bad value is a usage error."""
+    import argparse
+    import importlib.util
+    import time
+
+    spec = importlib.util.spec_from_file_location("vs_ncnn_under_test", ROOT / "benchmarks" / "vs_ncnn.py")
+    assert spec and spec.loader
+    vs = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, vs)  # its dataclasses look themselves up there
+    spec.loader.exec_module(vs)
+
+    class Fake:
+        error = ""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def timed(self, keep: bool) -> None:
+            assert not keep
+            self.calls += 1
+            time.sleep(0.01)
+
+    a, b = Fake(), Fake()
+    vs.warm_up([a, b], argparse.Namespace(warmup=2, warmup_seconds=0.0))
+    assert (a.calls, b.calls) == (2, 2)
+    start = time.perf_counter()
+    vs.warm_up([a, b], argparse.Namespace(warmup=1, warmup_seconds=0.2))
+    assert time.perf_counter() - start >= 0.2 and a.calls == b.calls >= 2 + 5
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "vs_ncnn.py"), "--warmup-seconds", "-1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--warmup(-seconds) >= 0" in r.stderr
+
+
 def test_contention_benchmark_line_per_policy():
     """benchmarks/contention.py: one line per wait policy, quiet/busy=ratio per model; a
     malformed --env is a usage error."""
