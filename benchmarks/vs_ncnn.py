@@ -257,8 +257,9 @@ def warm_up(runners: list[Runner], args) -> None:
 
 
 def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, extra=()) -> tuple[dict, str]:
-    """Run this script as a child with one library on ``model``: ({KEY: float} from its
-    ``KEY value`` lines, the last stderr line or "" when it exited 0)."""
+    """Run this script as a child with one library on ``model``: ({KEY: value} from its
+    ``PEAK_RSS_MB float`` and ``TIMES_MS float,float,...`` lines, the last stderr line or ""
+    when it exited 0)."""
     spec = [model.name, str(model.param), str(model.weights or ""), shapes, model.int8]
     cmd = [sys.executable, __file__, "--child", lib_name, "--device", device, "--threads", str(threads)]
     cmd += [*extra, "--child-model", json.dumps(spec)]
@@ -269,7 +270,7 @@ def _run_child(lib_name: str, model: Model, shapes, device: str, threads: int, e
     values: dict = {}
     for line in r.stdout.splitlines():
         key, _, value = line.partition(" ")
-        if key in ("PEAK_RSS_MB", "MEDIAN_MS"):
+        if key == "PEAK_RSS_MB":
             values[key] = float(value)
         elif key == "TIMES_MS":
             values[key] = [float(v) for v in value.split(",")]
@@ -318,7 +319,6 @@ def child(args) -> int:
         if r.error:
             print(r.error, file=sys.stderr)
             return 1
-        print(f"MEDIAN_MS {r.median_ms():.4f}")
         print("TIMES_MS " + ",".join(f"{t * 1e3:.4f}" for t in r.times))
     return 0
 

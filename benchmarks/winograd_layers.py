@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # each form's plan at the thread count asked: not the busy-machine rule's one-thread plan,
-# which a 2-CPU machine takes whenever another thread is runnable (docs/design.md)
+# which a 2-CPU machine takes while another task stays runnable (docs/design.md)
 os.environ.setdefault("NCNN_C_CONTENTION", "0")
 
 import ncnn_c  # noqa: E402
