@@ -54,6 +54,22 @@ def _pc_values(fmt: str, constants) -> list:
     return [int(v) if c != "f" else float(v) for c, v in zip(fmt[1:], constants, strict=True)]
 
 
+def host_layout(src, cstep: int, view: np.ndarray) -> None:
+    """Write host Mat ``src``'s channels into ``view`` (uint8, at least ``cstep * c * elemsize``
+    bytes) ``cstep`` elements apart, the padding zeroed: a blob's bytes in a device layout
+    whose channel stride is not ``src``'s. Reads only ``src``'s own channels, never the bytes
+    its stride would reach past the last one."""
+    c, step = src.c, src.cstep * src.elemsize
+    per = src.w * src.h * src.d * src.elemsize  # bytes of one channel's data
+    raw = src.raw()
+    if (c - 1) * step + per > raw.nbytes or per > cstep * src.elemsize:
+        raise ValueError(f"host_layout: a Mat of {c} channels of {per} bytes does not fit its storage")
+    chans = np.lib.stride_tricks.as_strided(raw, (c, per), (step, 1), writeable=False)
+    out = view[: c * cstep * src.elemsize].reshape(c, cstep * src.elemsize)
+    out[:, :per] = chans
+    out[:, per:] = 0
+
+
 class VkCompute:
     """One command buffer's worth of GPU work; reusable after ``submit_and_wait()``/``reset()``."""
 
@@ -116,7 +132,8 @@ class VkCompute:
     def record_upload(self, src, dst: VkMat, opt=None) -> tuple[int, int] | None:
         """Copy host Mat ``src`` into ``dst`` (created here with src's shape).
 
-        The bytes go unchanged (fp32 stays fp32; no fp16 conversion or repacking yet).
+        The bytes go unchanged (fp32 stays fp32; no fp16 conversion or repacking yet), each
+        channel at dst's channel stride (``host_layout`` when src's differs).
         Returns (host address, byte count) of the mapped memory the bytes were written to,
         where a replay writes its new input, or None when nothing was copied.
         """
@@ -126,6 +143,10 @@ class VkCompute:
         dst.create_like(src, self._blob_allocator(opt))
         if dst.data is None:
             return None  # a zero-size Mat (e.g. Mat(0)): nothing to copy
+        if src.c > 1 and src.cstep != dst.cstep:
+            # channels not at dst's stride (a Mat(w, h, d, c).channel(q) or depth_range view
+            # packs them unpadded): channel by channel into dst's layout
+            return self.record_staged_upload(dst, lambda view: host_layout(src, dst.cstep, view), opt)
         raw = src.raw()
         n = min(raw.nbytes, dst.nbytes())
 

@@ -287,10 +287,19 @@ class Layer:
         if not self.support_inplace:
             return -1
         if isinstance(bottom, list):
-            for i, b in enumerate(bottom):
-                top[i].clone_from(b, opt.blob_allocator)
-                if top[i].empty():
+            from ..mat import Mat
+
+            # as ncnn's: every bottom cloned and run in place, the first len(top) of them
+            # handed out (a Noop gathering two heads into one top)
+            work = [Mat() for _ in bottom]
+            for m, b in zip(work, bottom, strict=True):
+                m.clone_from(b, opt.blob_allocator)
+                if m.empty():
                     return -100
+            ret = self.forward_inplace(work, opt)
+            for t, m in zip(top, work, strict=False):
+                t.share_from(m)
+            return ret
         else:
             top.clone_from(bottom, opt.blob_allocator)
             if top.empty():
@@ -308,10 +317,15 @@ class Layer:
         if not self.support_inplace:
             return -1
         if isinstance(bottom, list):
-            for i, b in enumerate(bottom):
-                cmd.record_clone(b, top[i], opt)
-        else:
-            cmd.record_clone(bottom, top, opt)
+            # as the CPU forward: every bottom cloned, the first len(top) handed out
+            work = [type(top[0])() for _ in bottom]
+            for m, b in zip(work, bottom, strict=True):
+                cmd.record_clone(b, m, opt)
+            ret = self.forward_inplace_vk(work, cmd, opt)
+            for t, m in zip(top, work, strict=False):
+                t.share_from(m)
+            return ret
+        cmd.record_clone(bottom, top, opt)
         return self.forward_inplace_vk(top, cmd, opt)
 
     def forward_inplace_vk(self, bottom_top, cmd, opt) -> int:

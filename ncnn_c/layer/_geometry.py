@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -179,10 +179,6 @@ class Window(Layer):
         return out
 
 
-# parking and restoring weights (WeightBias): one at a time over every layer, rarely taken
-_park_lock = threading.Lock()
-
-
 class WeightBias(Layer):
     """A layer whose model holds ``weight_data_size`` weights, then ``num_output`` biases when
     ``bias_term`` (none with ``dynamic_weight``: they come as input blobs), then a quantized
@@ -193,46 +189,66 @@ class WeightBias(Layer):
     Parked weights: the native plan keeps its own copy of the weights in the layout its
     primitive wants, and ncnn keeps only its transformed copy too, so a layer whose copy the
     plan made exactly (a reorder) lets its own go (``park_weights``: the largest part of a
-    network's memory, held twice otherwise). Reading ``weight_data`` again (a numpy forward's
-    ``_prepare``, the build of a plan for another input shape) restores them, bit for bit,
-    from that copy; ``DERIVED`` names the arrays ``_prepare`` derives from them, which go too
-    (the forwards make them again when they find them None)."""
+    network's memory, held twice otherwise). Reading ``weight_data`` again (a numpy forward,
+    the build of a plan for another input shape) restores them, bit for bit, from that copy;
+    ``DERIVED`` names the arrays ``_prepare`` derives from them, which go too.
+
+    Other threads: ncnn shares a layer's weights read-only between the threads extracting
+    from one net, and a plan built on one of them parks weights that the others are reading.
+    So the weights, the restore and the derived arrays change together, under the layer's
+    lock (parking, restoring, loading, ``_prepare``), and a forward takes its arrays in one
+    read under that lock (``_derived``): a reader sees the whole weights or restores them,
+    never a park half done, and a park cannot take an array from a forward that has it (the
+    forward's references keep it alive to its end)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         super().__init__()
+        # re-entrant: _prepare() reads weight_data under it
+        self._weights_lock = threading.RLock()
         self._restore: Callable[[], Mat] | None = None
         self.weight_data = Mat()
         self.bias_data = Mat()
 
     @property
     def weight_data(self) -> Mat:
-        if self._restore is not None:
-            self._unpark()
-        return self._weight_data
+        with self._weights_lock:
+            if self._restore is not None:
+                self._unpark()
+            return self._weight_data
 
     @weight_data.setter
     def weight_data(self, m: Mat) -> None:
-        self._weight_data = m
-        self._restore = None
+        with self._weights_lock:
+            self._weight_data = m
+            self._restore = None
 
     def park_weights(self, restore: Callable[[], Mat]) -> None:
         """Let the weights go; ``restore()`` gives them back (a fresh Mat) when read again."""
-        with _park_lock:
+        with self._weights_lock:
             self._weight_data = Mat()
             for name in self.DERIVED:
                 setattr(self, name, None)
             self._restore = restore
 
     def _unpark(self) -> None:
-        with _park_lock:
-            restore = self._restore
-            if restore is None:
-                return
-            self._weight_data = restore()
-            self._restore = None
-            self._prepare()
+        """Restore parked weights and derive the forward's arrays again (the lock held)."""
+        restore = self._restore
+        assert restore is not None
+        self._weight_data = restore()  # a failed restore leaves the layer parked
+        self._restore = None
+        self._prepare()
+
+    def _derived(self, *names: str) -> tuple[Any, ...]:
+        """The arrays ``names`` that ``_prepare`` derives, read together under the lock: parked
+        weights are restored first, and a layer with no ``names[0]`` yet is prepared."""
+        with self._weights_lock:
+            if self._restore is not None:
+                self._unpark()
+            elif getattr(self, names[0]) is None:
+                self._prepare()
+            return tuple(getattr(self, n) for n in names)
 
     def load_model(self, mb) -> int:
         if getattr(self, "dynamic_weight", 0):
@@ -246,7 +262,8 @@ class WeightBias(Layer):
                 return -100
         if self.load_scales(mb) != 0:
             return -100
-        self._prepare()
+        with self._weights_lock:
+            self._prepare()
         return 0
 
     def load_scales(self, mb) -> int:

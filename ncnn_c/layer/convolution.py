@@ -67,8 +67,6 @@ class Convolution(Window, WeightBias):
         self._weight2d: np.ndarray | None = None
         self._bias: np.ndarray | None = None
         self._wino: np.ndarray | None = None
-        self._wino_done = False
-        self._wino_fits = False
         self._int8: Int8Scales | None = None
         self._w8: np.ndarray | None = None  # (outc, inc/group * kh * kw) int8
         self._w8k: np.ndarray | None = None  # (kh * kw, group, outc/group, inc/group) fp32
@@ -131,8 +129,6 @@ class Convolution(Window, WeightBias):
             np.asarray(self.bias_data.numpy(), dtype=np.float32).reshape(-1, 1) if self.bias_term else None
         )
         self._wino = None
-        self._wino_done = False
-        self._wino_fits = False
 
     # -- int8 --------------------------------------------------------------------------------------
     def weight_scale_count(self) -> int:
@@ -170,10 +166,10 @@ class Convolution(Window, WeightBias):
         self._w8k = np.ascontiguousarray(per.transpose(3, 0, 1, 2), dtype=np.float32)
         return w
 
-    def _forward_int8(self, bottom, top, opt) -> int:
+    def _forward_int8(self, bottom, top, opt, w8k: np.ndarray, bias) -> int:
         """ncnn's forward_int8 (see the module docstring)."""
         name = type(self).__name__
-        assert self._int8 is not None and self._w8k is not None  # load_model prepared them
+        assert self._int8 is not None  # load_model read the scales
         flat = bottom.dims == 1 and self.kernel_w == self.kernel_h == 1
         if bottom.elempack != 1 or bottom.elemsize not in (1, 4) or (bottom.dims != 3 and not flat):
             log.error(
@@ -187,7 +183,7 @@ class Convolution(Window, WeightBias):
             x = x.reshape(-1, 1, 1)
         if x.dtype != np.int8:
             x = float2int8(np.multiply(x, self._int8.bottom, dtype=np.float32))
-        kk, g, _, cg = self._w8k.shape
+        kk, g, _, cg = w8k.shape
         if x.shape[0] != g * cg:
             log.error("%s %r: %d input channels, weights expect %d", name, self.name, x.shape[0], g * cg)
             return -1
@@ -199,9 +195,9 @@ class Convolution(Window, WeightBias):
         pad = float(np.clip(np.trunc(self.pad_value), -128, 127))  # ncnn casts it to signed char
         keep, xp = copy_make_border(x.astype(np.float32), pads[0], pads[1], pads[2], pads[3], pad, opt)
         geom = ((self.stride_h, self.stride_w), (self.dilation_h, self.dilation_w))
-        acc = conv_int8(xp, self._w8k, kernel, *geom, (out[0], out[1]))
+        acc = conv_int8(xp, w8k, kernel, *geom, (out[0], out[1]))
         del keep, xp
-        v = self._int8.dequantize(acc, self._bias, self.activation_type, self._act)
+        v = self._int8.dequantize(acc, bias, self.activation_type, self._act)
         if self._int8.top is not None:
             v *= self._int8.top
             res: np.ndarray = float2int8(v)
@@ -209,24 +205,19 @@ class Convolution(Window, WeightBias):
             res = v
         return store(top, res.reshape(-1) if flat else res, opt)
 
-    def _prepare_winograd(self) -> None:
-        """Decide whether the static weights suit Winograd. The transform itself (4x the
-        kernel) waits for the first forward that takes that path (``_winograd_weights``): a
-        GPU layer, a layer the native plan runs (its recording pass runs without Winograd,
-        ``opt.use_winograd_convolution``) and a layer whose outputs have too few tiles
-        (ResNet-50's 7x7 stage: 113 MB) never hold it."""
-        if self._wino_done or self._weight2d is None:
-            return
-        self._wino_done = True
-        inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
-        self._wino_fits = self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output)
-
-    def _winograd_weights(self) -> np.ndarray:
-        if self._wino is None:
-            assert self._weight2d is not None
-            inc = self._weight2d.shape[1] // (self.kernel_w * self.kernel_h)
-            self._wino = winograd43_weights(self._weight2d, self.num_output, inc)
-        return self._wino
+    def _winograd_weights(self, weight2d: np.ndarray) -> np.ndarray:
+        """The static weights ``weight2d`` transformed for Winograd, made at the first forward
+        that takes that path: a GPU layer, a layer the native plan runs (its recording pass
+        runs without Winograd, ``opt.use_winograd_convolution``) and a layer whose outputs
+        have too few tiles (ResNet-50's 7x7 stage: 113 MB) never hold them. Kept while
+        ``weight2d`` is the layer's (after a park it goes with this forward, not the layer)."""
+        inc = weight2d.shape[1] // (self.kernel_w * self.kernel_h)
+        with self._weights_lock:
+            if self._weight2d is not weight2d:
+                return winograd43_weights(weight2d, self.num_output, inc)
+            if self._wino is None:
+                self._wino = winograd43_weights(weight2d, self.num_output, inc)
+            return self._wino
 
     def _winograd_fits(self, kw: int, kh: int, inc: int, outc: int) -> bool:
         return (
@@ -241,22 +232,23 @@ class Convolution(Window, WeightBias):
     def forward(self, bottom, top, opt) -> int:
         if isinstance(bottom, list):
             return self._forward_dynamic(bottom, top, opt)
-        if self._weight2d is None:
-            self._prepare()
-        assert self._weight2d is not None  # set by _prepare()
+        # one read under the weights' lock (WeightBias._derived): a park on another thread
+        # takes nothing from this forward
+        weight2d, bias, w8k = self._derived("_weight2d", "_bias", "_w8k")
         if self.int8_scale_term and opt.use_int8_inference:
-            return self._forward_int8(bottom, top, opt)
+            return self._forward_int8(bottom, top, opt, w8k, bias)
         if bottom.elemsize == 1 and bottom.elempack == 1:
             # 8-bit data (a uint8/int8 array fed as it is) is read by value, as on the GPU path
             bottom = Mat.from_tensor(bottom.tensor().astype(np.float32))
-        if not self._wino_done:
-            self._prepare_winograd()
         if bottom.elempack == 1 and bottom.dims == 1 and self.kernel_w == self.kernel_h == 1:
-            return self._forward_flat(bottom, top, opt)
-        wino = self._wino_fits and opt.use_winograd_convolution and opt.use_winograd43_convolution
-        return self._forward_3d(
-            bottom, top, opt, self._weight2d, self._bias, self.kernel_w, self.kernel_h, wino
+            return self._forward_flat(bottom, top, opt, weight2d, bias)
+        inc = weight2d.shape[1] // (self.kernel_w * self.kernel_h)
+        wino = (
+            opt.use_winograd_convolution
+            and opt.use_winograd43_convolution
+            and self._winograd_fits(self.kernel_w, self.kernel_h, inc, self.num_output)
         )
+        return self._forward_3d(bottom, top, opt, weight2d, bias, self.kernel_w, self.kernel_h, wino)
 
     def _forward_3d(self, bottom, top, opt, weight2d, bias, kw, kh, wino: bool = False) -> int:
         name = type(self).__name__
@@ -306,7 +298,8 @@ class Convolution(Window, WeightBias):
             if min(pads) < 0 or native_kernels() is None:
                 keep, x = copy_make_border(x, pads[0], pads[1], pads[2], pads[3], self.pad_value, opt)
                 pads = (0, 0, 0, 0)
-            done = winograd43_into(x, dst, self._winograd_weights(), bias, act, opt, pads, self.pad_value)
+            wt = self._winograd_weights(weight2d)
+            done = winograd43_into(x, dst, wt, bias, act, opt, pads, self.pad_value)
             del keep
             if done:
                 return
@@ -354,24 +347,23 @@ class Convolution(Window, WeightBias):
         weight2d, bias, kw, kh = got
         return self._forward_3d(bottoms[0], tops[0], opt, weight2d, bias, kw, kh)
 
-    def _forward_flat(self, bottom, top, opt) -> int:
+    def _forward_flat(self, bottom, top, opt, weight2d: np.ndarray, bias) -> int:
         # ncnn's deprecated path: a 1x1 convolution over a flattened blob acts as InnerProduct
-        assert self._weight2d is not None  # forward() prepared it
         x = bottom.tensor()
-        if x.shape[0] != self._weight2d.shape[1]:
+        if x.shape[0] != weight2d.shape[1]:
             log.error(
                 "Convolution %r: flat input of %d values, weights expect %d",
                 self.name,
                 x.shape[0],
-                self._weight2d.shape[1],
+                weight2d.shape[1],
             )
             return -1
         top.create(self.num_output, elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100
         out = top.tensor()
-        np.matmul(self._weight2d, x, out=out)
-        if self._bias is not None:
-            out += self._bias[:, 0]
+        np.matmul(weight2d, x, out=out)
+        if bias is not None:
+            out += bias[:, 0]
         fused_activation(out, self.activation_type, self._act)
         return 0

@@ -53,10 +53,8 @@ class Convolution1D(Convolution):
             weight2d, bias, kw, _ = got
             bottom, top = bottom[0], top[0]
         else:
-            if self._weight2d is None:
-                self._prepare()
-            assert self._weight2d is not None  # set by _prepare()
-            weight2d, bias, kw = self._weight2d, self._bias, self.kernel_w
+            weight2d, bias = self._derived("_weight2d", "_bias")  # one read (WeightBias)
+            kw = self.kernel_w
         if bottom.elempack != 1 or bottom.dims != 2:
             log.error(
                 "Convolution1D %r: needs a 2-D fp32 blob with elempack 1, got dims %d elempack %d",

@@ -52,21 +52,22 @@ class Convolution3D(Window, WeightBias):
     def check_params(self) -> int:
         if check_activation(self) != 0:
             return -1
-        for name in ("kernel", "dilation", "stride"):
+        # a dynamic weight blob brings the kernel and num_output (ncnn's own dynamic cases
+        # leave params 0, 1 and 6 at 0)
+        for name in ("dilation", "stride") if self.dynamic_weight else ("kernel", "dilation", "stride"):
             # w first: the other axes default to it, so a bad w is the param to name
             for a, v in reversed(list(zip(self.AXES, self._per_axis(name), strict=True))):
                 if v <= 0:
                     return self._reject(f"{name}_{a}", f"must be positive, got {v}")
+        if self.group <= 0:
+            return self._reject("group", f"must be positive, got {self.group}")
         if self.dynamic_weight:
             # the weights (and bias) come as input blobs
             self.one_blob_only = False
-        if self.group <= 0:
-            return self._reject("group", f"must be positive, got {self.group}")
+            return 0
         if self.num_output <= 0 or self.num_output % self.group:
             return self._reject("num_output", f"{self.num_output} does not split into {self.group} groups")
         maxk = int(np.prod(self._per_axis("kernel")))
-        if self.dynamic_weight:
-            return 0
         if self.weight_data_size <= 0 or self.weight_data_size % (maxk * self.num_output):
             return self._reject(
                 "weight_data_size",
@@ -90,10 +91,8 @@ class Convolution3D(Window, WeightBias):
                     return -1
                 return self._forward(bottom[0], top[0], opt, *got)
             bottom, top = bottom[0], top[0]
-        if self._weight is None:
-            self._prepare()
-        assert self._weight is not None
-        return self._forward(bottom, top, opt, self._weight, self._bias, self._per_axis("kernel"))
+        weight, bias = self._derived("_weight", "_bias")  # one read under the weights' lock (WeightBias)
+        return self._forward(bottom, top, opt, weight, bias, self._per_axis("kernel"))
 
     def _dynamic_weights(self, bottoms) -> tuple[np.ndarray, np.ndarray | None, tuple[int, ...]] | None:
         """(weight, bias, kernel) from the input blobs of dynamic_weight mode: the weight blob

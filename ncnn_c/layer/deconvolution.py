@@ -236,13 +236,11 @@ class Deconvolution(WeightBias):
                     return -1
                 return self._forward(bottom[0], top[0], opt, *got)
             bottom, top = bottom[0], top[0]
-        if self._wt is None:
-            if self.dynamic_weight:
-                log.error("%s %r: dynamic_weight needs the weight blob as an input", self.type, self.name)
-                return -1
-            self._prepare()
-        assert self._wt is not None  # set by _prepare()
-        return self._forward(bottom, top, opt, self._wt, self._bias, self.kernel_w, self.kernel_h)
+        if self.dynamic_weight:
+            log.error("%s %r: dynamic_weight needs the weight blob as an input", self.type, self.name)
+            return -1
+        wt, bias = self._derived("_wt", "_bias")  # one read under the weights' lock (WeightBias)
+        return self._forward(bottom, top, opt, wt, bias, self.kernel_w, self.kernel_h)
 
     def _forward(self, bottom: Mat, top: Mat, opt, wt: np.ndarray, bias, kernel_w: int, kernel_h: int) -> int:
         if bottom.dims != 3 or bottom.elempack != 1:

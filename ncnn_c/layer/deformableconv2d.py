@@ -74,9 +74,7 @@ class DeformableConv2D(Window, WeightBias):
         )
 
     def forward(self, bottoms, tops, opt) -> int:
-        if self._weight is None:
-            self._prepare()
-        assert self._weight is not None
+        weight2d, bias = self._derived("_weight", "_bias")  # one read under the weights' lock (WeightBias)
         if len(bottoms) not in (2, 3) or any(b.dims != 3 or b.elempack != 1 for b in bottoms):
             log.error(
                 "DeformableConv2D %r: needs 3-D fp32 input, offset (and mask) blobs, got %d blobs",
@@ -88,12 +86,12 @@ class DeformableConv2D(Window, WeightBias):
         c, h, w = x.shape
         kh, kw = self.kernel_h, self.kernel_w
         maxk = kh * kw
-        if c * maxk != self._weight.shape[1]:
+        if c * maxk != weight2d.shape[1]:
             log.error(
                 "DeformableConv2D %r: %d input channels, weights expect %d",
                 self.name,
                 c,
-                self._weight.shape[1] // maxk,
+                weight2d.shape[1] // maxk,
             )
             return -1
         pads = self.explicit_pads()
@@ -139,9 +137,9 @@ class DeformableConv2D(Window, WeightBias):
                 if mask is not None:
                     val *= mask[k]
                 cols[:, k] = val.reshape(c, -1)
-        y = self._weight @ cols.reshape(c * maxk, -1)
-        if self._bias is not None:
-            y += self._bias[:, None]
+        y = weight2d @ cols.reshape(c * maxk, -1)
+        if bias is not None:
+            y += bias[:, None]
         fused_activation(y, self.activation_type, self.activation_params)
         dst = create_top(tops[0], (self.num_output, outh, outw), opt)
         if dst is None:

@@ -87,9 +87,8 @@ class InnerProduct(WeightBias):
         rows = self.weight_data.tensor().reshape(self.num_output, -1)
         self._w8, self._weight = quantized_weights(rows, self._int8.weight)
 
-    def _forward_int8(self, bottom, top, opt) -> int:
-        assert self._int8 is not None and self._w8 is not None  # load_model prepared them
-        w8 = self._w8
+    def _forward_int8(self, bottom, top, opt, w8: np.ndarray, bias) -> int:
+        assert self._int8 is not None  # load_model read the scales
         num_input = w8.shape[1]
         if bottom.elempack != 1 or bottom.dims == 0 or bottom.elemsize not in (1, 4):
             log.error("InnerProduct %r: int8 forward needs an fp32 or int8 blob with elempack 1", self.name)
@@ -109,7 +108,7 @@ class InnerProduct(WeightBias):
         else:
             acc = int8_matmul(w8, x.reshape(num_input, 1))[:, 0]
             axis = 0
-        v = self._int8.dequantize(acc, self._bias, self.activation_type, self.activation_params, axis)
+        v = self._int8.dequantize(acc, bias, self.activation_type, self.activation_params, axis)
         top.create(*reversed(v.shape), elemsize=4, elempack=1, allocator=opt.blob_allocator)
         if top.empty():
             return -100
@@ -117,17 +116,14 @@ class InnerProduct(WeightBias):
         return 0
 
     def forward(self, bottom, top, opt) -> int:
+        # one read under the weights' lock (WeightBias._derived): a park on another thread
+        # takes nothing from this forward
+        weight, bias, w8 = self._derived("_weight", "_bias", "_w8")
         if self.int8_scale_term and opt.use_int8_inference:
-            if self._w8 is None:
-                self._prepare()
-            return self._forward_int8(bottom, top, opt)
+            return self._forward_int8(bottom, top, opt, w8, bias)
         if bottom.elemsize == 1 and bottom.elempack == 1:
             # 8-bit data (a uint8/int8 array fed as it is) is read by value, as on the GPU path
             bottom = Mat.from_tensor(bottom.tensor().astype(np.float32))
-        if self._weight is None:
-            self._prepare()
-        weight = self._weight
-        assert weight is not None  # set by _prepare()
         num_input = weight.shape[1]
         if bottom.elempack != 1 or bottom.dims == 0:
             log.error("InnerProduct %r: needs an fp32 blob with elempack 1", self.name)
@@ -153,7 +149,7 @@ class InnerProduct(WeightBias):
             if top.empty():
                 return -100
             out = np.matmul(weight, x.reshape(num_input), out=top.tensor())
-        if self._bias is not None:
-            out += self._bias
+        if bias is not None:
+            out += bias
         fused_activation(out, self.activation_type, self.activation_params)
         return 0

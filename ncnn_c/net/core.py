@@ -50,8 +50,12 @@ class Net:
         self._view = NetView(NativePlans(), ReplayCache())
         reference = ReferenceExecutor(self._view)
         # the CPU tries the native plan first, then the numpy layers
-        self._cpu_executors = (NativeExecutor(self._view, reference), reference)
-        self._gpu_executor = VulkanExecutor(self._view, reference)
+        # the backends an extract tries, in order: each declines (None) what it does not run
+        self._executors = (
+            VulkanExecutor(self._view, reference),
+            NativeExecutor(self._view, reference),
+            reference,
+        )
         self._entries: list[CustomEntry | None] = []  # the custom creator of each layer
         self._output_indexes: list[int] = []
         self._custom: list[CustomEntry | None] = []  # index = typeindex & ~CUSTOM_BIT

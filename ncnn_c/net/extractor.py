@@ -1,9 +1,10 @@
 """Extractor: one inference over a Net, input blobs in, requested blobs out.
 
 The Extractor holds the inference's ``BlobState`` and hands it, with the requested blob and
-its Option, to one of the net's executors (``Executor``: ``extract(state, index, opt) ->
-int | None``): the Vulkan executor when the net's layers are on the GPU, else the native
-CPU plan and, where that declines (None), the numpy reference executor. The executors are
+its Option, to the net's executors in order (``Executor``: ``extract(state, index, opt) ->
+int | None``) until one does not decline (None): the Vulkan executor (when the net's layers
+are on the GPU and the options ask for it), the native CPU plan, the numpy reference
+executor, which never declines. The executors are
 the net's (made once, they hold no per-inference data) and see it only through its
 ``NetView``; none of them knows another's internals, and the state is the whole of what
 passes between them.
@@ -49,9 +50,9 @@ class Extractor:
         self._view: NetView = net._view
         self._generation = self._view.generation  # the graph this extractor's blobs index
         self._state = BlobState(self._view.consumer_counts)
-        # the CPU's: the native plan, and the numpy layers where it declines
-        self._cpu: tuple[Executor, Executor] = net._cpu_executors
-        self._gpu: Executor = net._gpu_executor
+        # the backends, in the order they are tried: Vulkan (when the net's layers are on
+        # the GPU and the options ask for it), the native plan, the numpy layers
+        self._executors: tuple[Executor, ...] = net._executors
 
     def __enter__(self) -> Extractor:
         return self
@@ -223,16 +224,13 @@ class Extractor:
             return -1, Mat()
         try:
             if state.mats[index] is None:
-                ret: int | None
-                if self._view.gpu_ready and opt.use_vulkan_compute:
-                    ret = self._gpu.extract(state, index, opt)
-                else:
-                    # our kernels split large products over their own pool (see _native.blas)
-                    with single_threaded_blas():
-                        native, reference = self._cpu
-                        ret = native.extract(state, index, opt)
-                        if ret is None:  # no plan for these inputs: the numpy layers
-                            ret = reference.extract(state, index, opt)
+                ret: int | None = None
+                # our kernels split large products over their own pool (see _native.blas)
+                with single_threaded_blas():
+                    for executor in self._executors:
+                        ret = executor.extract(state, index, opt)
+                        if ret is not None:
+                            break
                 if ret != 0:
                     if not self._stale("extract") and not self._view.weights_loaded:
                         log.error(

@@ -59,12 +59,17 @@ class Plan:
         self.steps = [(li, layers[li]) for li in self.order]
         self.sources = sorted(sources)
 
-    def select(self, layers: list[Layer], present) -> tuple[list[int], int]:
-        """(layers to run, -1) given ``present(blob)``, or ([], blob) for a missing input blob.
+    def select(self, layers: list[Layer], present) -> tuple[list[int], list[int]]:
+        """(layers to run, input-only blobs they read that are not present) given
+        ``present(blob)``: ncnn's recursion, which stops at every blob that holds data.
 
         Only layers with a needed top that is missing run: blobs kept from an earlier extract
-        (light mode off) or given with ``ex.input()`` are not computed again.
+        (light mode off, a multi-top layer's other tops, what a plan handed out) or given with
+        ``ex.input()`` are not computed again. The missing sources are the caller's to judge:
+        never given (ncnn runs them as empty Mats) or released by light mode.
         """
+        if present(self.target):
+            return [], []
         need = {self.target}
         run = []
         for li in reversed(self.order):
@@ -74,11 +79,9 @@ class Plan:
                     run.append(li)
                     need.update(layer.bottoms)
                     break
-        for s in self.sources:
-            if s in need and not present(s):
-                return [], s
+        missing = [s for s in self.sources if s in need and not present(s)]
         run.reverse()
-        return run, -1
+        return run, missing
 
 
 def _local_pool() -> PoolAllocator:

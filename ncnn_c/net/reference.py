@@ -13,7 +13,6 @@ segments through ``forward``, the Vulkan executor its CPU layers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 import numpy as np
 
@@ -23,11 +22,9 @@ from ..option import Option
 from .graph import desc
 from .state import BlobState
 from .view import NetView
+from .walk import walk
 
 log = logging.getLogger("ncnn_c")
-
-# step(state, layer index, the layer, its Option, light mode) -> 0 or an error
-Step = Callable[[BlobState, int, Layer, Option, bool], int]
 
 
 def unpack_fp32(m: Mat) -> Mat:
@@ -63,65 +60,9 @@ class ReferenceExecutor:
     def __init__(self, view: NetView) -> None:
         self._view = view
 
-    def no_data(self, index: int) -> int:
-        view = self._view
-        name = view.blobs[index].name
-        log.error(
-            "extract: blob %r has no data: give it with ex.input(%r, mat) (inputs: %s)",
-            name, name, ", ".join(view.input_names()) or "none",
-        )  # fmt: skip
-        return -1
-
-    def run_plan(self, state: BlobState, index: int, opt: Option, step: Step | None = None) -> int:
-        """Compute blob ``index`` with ``step(state, li, layer, layer opt, light)`` for each
-        layer it needs (another executor's, or None: this executor's ``forward``)."""
-        if step is None:
-            step = self.forward
-        view = self._view
-        if view.is_source(index):
-            return self.no_data(index)
-        plan = view.plan(index)
-        mats, vkmats = state.mats, state.vkmats
-        if state.partial:
-            layers = view.layers
-            order, missing = plan.select(layers, state.present)
-            steps = [(li, layers[li]) for li in order]
-        else:
-            steps, missing = plan.steps, -1
-            for s in plan.sources:
-                if mats[s] is None and vkmats[s] is None:
-                    missing = s
-                    break
-        unfed: list[int] = []
-        if missing >= 0:
-            # ncnn runs an Input blob nobody fed as an empty Mat (an LLM's first step gives no
-            # kv cache); the hint comes with the failure when a layer cannot take that
-            unfed = [s for s in plan.sources if mats[s] is None and vkmats[s] is None]
-            blobs = view.blobs
-            if any(blobs[s].producer < 0 for s in unfed):
-                return self.no_data(missing)
-            for s in unfed:
-                mats[s] = Mat()
-        opts = view.layer_options(opt).per_layer
-        light = bool(opt.lightmode)
-        state.partial = True
-        for li, layer in steps:
-            ret = step(state, li, layer, opts[li], light)
-            if ret != 0:
-                for s in unfed:
-                    self.no_data(s)
-                return ret
-        if unfed:
-            out = state.mats[index]
-            if out is None or out.empty():
-                # nothing came of the empty inputs: the caller most likely forgot them
-                for s in unfed:
-                    self.no_data(s)
-                return -1
-        return 0
-
-    # the Executor protocol: the plan with this executor's own forward (one call less per extract)
-    extract = run_plan
+    def extract(self, state: BlobState, index: int, opt: Option) -> int:
+        """The Executor protocol: the contract's walk with this executor's ``forward``."""
+        return walk(self._view, state, index, opt, self.forward)
 
     # -- one layer ------------------------------------------------------------------------------
     @staticmethod

@@ -2,7 +2,7 @@
 
 The GPU modules are reached only through ``_gpu()``, a ``GpuApi`` of every name the Net and
 this executor use (tests replace it with a complete stand-in), so a CPU-only run never
-imports ``ncnn_c.gpu`` nor ``vulkan``. Blobs live in the state's ``vkmats`` while on the
+imports ``ncnn_c.gpu`` nor ``vulkan``. Blobs live in the state's ``device`` list (VkMats) while on the
 device; a CPU layer (run by the reference executor) gets its GPU-only bottoms downloaded
 first, a GPU layer gets its host-only bottoms uploaded.
 
@@ -17,10 +17,10 @@ layers between GPU layers split a recording into segments and run as usual in be
 a CPU layer whose output shape depends on the data (detection post-processing feeding a
 GPU layer) is noticed at its upload and the extract falls back to recording afresh.
 
-A recording is used by one extractor at a time (its BlobState holds it as its ``lease``
+A recording is used by one extractor at a time (its BlobState's Vulkan slot holds it as its ``lease``
 until ``clear()`` or until it is dropped, because its blobs stay in the recording's
 buffers), so a few are kept per shape for concurrent extractors; later extracts of the same
-extractor record (and then replay) as children of the first (the state's ``cursor``).
+extractor record (and then replay) as children of the first (the slot's ``cursor``).
 ``Net.replay_capacity`` bounds the shapes kept (0 turns replay off).
 """
 
@@ -43,6 +43,7 @@ from .graph import call_hook, desc
 from .reference import ReferenceExecutor, needs_unpack, unpack_fp32
 from .state import BlobState
 from .view import NetView
+from .walk import walk
 
 log = logging.getLogger("ncnn_c")
 
@@ -183,12 +184,23 @@ def _as_int8(m: Mat) -> Mat:
 
 
 def _upload_source(mat: Mat | None) -> Mat | None:
-    """What an upload of host blob ``mat`` copies: fp32 elempack 1. 8-bit Mats (int8, and
-    uint8 arrays, whose bytes Mat keeps as int8) are widened by value, as the CPU layers
-    read them; GPU blobs have no 8-bit form."""
+    """What an upload of host blob ``mat`` copies: fp32 elempack 1 in a fresh Mat's layout.
+    8-bit Mats (int8, and uint8 arrays, whose bytes Mat keeps as int8) are widened by value,
+    as the CPU layers read them; GPU blobs have no 8-bit form. A Mat whose channels sit
+    closer than a fresh Mat's (``Mat(w,h,d,c).channel(q)``, ``depth_range``) is copied into
+    that layout, so that a recording and its replays write the same bytes where the device
+    blob's channels are."""
     if mat is not None and (needs_unpack(mat) or _is_int8(mat)):
         return unpack_fp32(mat)
+    if mat is not None and mat.c > 1 and mat.dims >= 3 and mat.cstep != _fresh_cstep(mat):
+        return mat.clone()
     return mat
+
+
+def _fresh_cstep(m: Mat) -> int:
+    """The channel stride of a fresh Mat of ``m``'s shape (channels 16-byte aligned)."""
+    es = m.elemsize
+    return -(-m.w * m.h * m.d * es // 16) * 16 // es
 
 
 class _Segment:
@@ -204,6 +216,62 @@ class _Segment:
         self.int8: set[int] = set()  # downloaded blobs that hold int8 values (_as_int8)
 
 
+SLOT = "vulkan"  # this executor's slot of a BlobState
+
+
+class _ReplaySlot:
+    """What the Vulkan executor keeps of a state: ``cursor``, the recording this state is the
+    final state of (or None), and ``lease``, the recording its blobs live in (held until the
+    state is released: a recording is used by one extractor at a time)."""
+
+    __slots__ = ("cursor", "lease")
+
+    def __init__(self) -> None:
+        self.cursor: Recording | None = None
+        self.lease: Recording | None = None
+
+    def changed(self) -> None:
+        self.cursor = None  # the state no longer matches a recording's
+
+    def release(self) -> None:
+        lease, self.lease = self.lease, None
+        self.cursor = None
+        if lease is not None:
+            lease.release()
+
+
+def _slot(state: BlobState) -> _ReplaySlot:
+    return state.slot(SLOT, _ReplaySlot)
+
+
+def final_of(state: BlobState) -> tuple:
+    """What a recording keeps of the state after it: which blobs have a host Mat (not the
+    Mats: they are the next replay's results), the device blobs, pending and shared."""
+    return (
+        tuple(i for i, m in enumerate(state.mats) if m is not None),
+        list(state.device),
+        list(state.pending),
+        set(state.shared),
+    )
+
+
+def restore_final(state: BlobState, final: tuple, cursor: Recording) -> None:
+    """The state a replay of the recording ``cursor`` (whose ``final_of`` is ``final``)
+    leaves: host Mats the recording did not keep are dropped."""
+    with_mat, device, pending, shared = final
+    keep = set(with_mat)
+    mats = state.mats
+    for i, m in enumerate(mats):
+        if m is not None and i not in keep:
+            mats[i] = None
+    state.device = list(device)
+    state.pending = list(pending)
+    state.shared = set(shared)
+    state.partial = True
+    state.changed(by=SLOT)  # no other executor's knowledge of the state holds
+    _slot(state).cursor = cursor
+
+
 class Recording:
     """An extract's GPU work kept for replay (see the module docstring)."""
 
@@ -212,7 +280,7 @@ class Recording:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.steps: list[_Segment | int] = []  # segments, and CPU layer indexes between them
-        # the state afterwards (BlobState.final): blobs with a host Mat, vkmats, pending, shared
+        # the state afterwards (final_of): blobs with a host Mat, device blobs, pending, shared
         self.final: tuple | None = None
         # (the next extract's target, its LayerOptions) -> its recording
         self.children: dict[tuple, Recording] = {}
@@ -381,10 +449,13 @@ class VulkanExecutor:
         self._view = view
         self._reference = reference
 
-    def extract(self, state: BlobState, index: int, opt: Option) -> int:
+    def extract(self, state: BlobState, index: int, opt: Option) -> int | None:
         """Compute blob ``index`` holding a use of the device and of the pipeline cache, so
         neither frees a handle while this extract records or runs (gpu/lifetime.py); -1 when
-        one of them is destroyed or going."""
+        one of them is destroyed or going. None (the CPU executors run it) when the net's
+        layers are not on the GPU or the extractor's options turn Vulkan off."""
+        if not (self._view.gpu_ready and opt.use_vulkan_compute):
+            return None
         cache = opt.pipeline_cache
         counts = (self._view.vkdev.uses, cache.uses if cache is not None else None)
         held = []
@@ -422,8 +493,9 @@ class VulkanExecutor:
         child_key = None
         fresh = False
         capacity = view.replay_capacity
+        slot = _slot(state)
         if capacity > 0:
-            cursor = state.cursor
+            cursor = slot.cursor
             if cursor is not None:
                 child_key = (index, view.layer_options(opt))
                 child = cursor.children.get(child_key)
@@ -431,48 +503,55 @@ class VulkanExecutor:
                     return self._replay(state, child, index, opt)
                 if child is None:
                     rec, fresh = Recording(), True
-            elif state.lease is None:
+            elif slot.lease is None:
                 key = self._replay_key(state, index, opt)
                 if key is not None:
                     rec, fresh = view.replays.take(key, capacity)
                     if rec is not None and not fresh:
-                        state.lease = rec
+                        slot.lease = rec
                         return self._replay(state, rec, index, opt)
         run = _Run(_gpu(), view.vkdev, rec if fresh else None)
         ret = self._extract_run(state, index, run, opt)
         if rec is None:
-            state.cursor = None  # the state now differs from every recording's
+            slot.cursor = None  # the state now differs from every recording's
             return ret
         if ret != 0 or run.rec is None:
-            state.cursor = None
+            slot.cursor = None
             if key is not None:
                 view.replays.drop(key, rec)
             else:
                 rec.destroy()
             return ret
-        rec.final = state.final()
+        rec.final = final_of(state)
         view.replays.recorded += 1
         if key is not None:
-            state.lease = rec
+            slot.lease = rec
         else:
-            assert state.cursor is not None and child_key is not None
-            state.cursor.children[child_key] = rec
-        state.cursor = rec
+            assert slot.cursor is not None and child_key is not None
+            slot.cursor.children[child_key] = rec
+        slot.cursor = rec
         return 0
 
     def _extract_run(self, state: BlobState, index: int, run: _Run, opt: Option) -> int:
         gpu = run.gpu
-        if state.vkmats[index] is None:
+        if state.device[index] is None:
 
             def step(state: BlobState, li: int, layer: Layer, layer_opt: Option, light: bool) -> int:
                 return self._forward_layer(state, li, layer, run, layer_opt, light)
 
-            ret = self._reference.run_plan(state, index, opt, step)
+            before = list(state.device)
+            ret = walk(self._view, state, index, opt, step)
             if ret != 0:
+                # the device blobs this run recorded were never submitted: their buffers hold
+                # nothing, and a later extract must not download them as results
+                vkmats = state.device
+                for b, vk in enumerate(vkmats):
+                    if vk is not None and vk is not before[b]:
+                        vkmats[b] = None
                 return ret
         if state.mats[index] is None:
             m = Mat()
-            vk = state.vkmats[index]
+            vk = state.device[index]
             self._record_download(run.cmd, gpu, vk, m, opt)
             run.downloaded(index, _int8_marks().holds_int8(vk))
             ret = run.cmd.submit_and_wait()
@@ -483,7 +562,7 @@ class VulkanExecutor:
             run.narrow(state.mats)
         else:
             ret = run.cmd.submit_and_wait()
-        state.vk_garbage.clear()
+        state.device_garbage.clear()
         return ret
 
     def _replay(self, state: BlobState, rec: Recording, index: int, opt: Option) -> int:
@@ -521,7 +600,7 @@ class VulkanExecutor:
             for b, m in zip(step.downloads, outs, strict=True):
                 mats[b] = _as_int8(m) if b in step.int8 else m
         assert rec.final is not None
-        state.restore_final(rec.final, rec)
+        restore_final(state, rec.final, rec)
         view.replays.replayed += 1
         return 0
 
@@ -533,6 +612,7 @@ class VulkanExecutor:
         the replay and compute this extract without replay."""
         rec.broken = True
         state.restore(saved)
+        _slot(state).cursor = None
         return self._extract_run(state, index, _Run(_gpu(), self._view.vkdev, None), opt)
 
     def _forward_layer(
@@ -546,7 +626,7 @@ class VulkanExecutor:
         for b in layer.bottoms:
             if mats[b] is None:
                 m = Mat()
-                vk = state.vkmats[b]
+                vk = state.device[b]
                 self._record_download(run.cmd, run.gpu, vk, m, opt)
                 run.downloaded(b, _int8_marks().holds_int8(vk))
                 mats[b] = m
@@ -557,7 +637,7 @@ class VulkanExecutor:
                 log.error("forward: GPU submit before layer %r failed (%d)", layer.name, ret)
                 return ret
             run.narrow(mats)
-            state.vk_garbage.clear()
+            state.device_garbage.clear()
         run.cpu_layer(li)
         return self._reference.forward(state, li, layer, opt, light)
 
@@ -596,7 +676,7 @@ class VulkanExecutor:
         self, state: BlobState, li: int, layer: Layer, run: _Run, opt: Option, light: bool
     ) -> int:
         cmd, gpu = run.cmd, run.gpu
-        vkmats = state.vkmats
+        vkmats = state.device
         for b in layer.bottoms:
             if vkmats[b] is None:
                 vkmats[b] = self._upload(state, run, b, layer, opt)

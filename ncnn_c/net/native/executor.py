@@ -24,9 +24,10 @@ from ...option import Option
 from ..reference import ReferenceExecutor
 from ..state import BlobState
 from ..view import NetView
+from ..walk import walk
 from . import contention
 from .ops import NATIVE_TYPES, OPS
-from .plan import NativePlan, NativePlans, available, builtin, shape_of, skipped_types
+from .plan import NativePlan, NativePlans, Unsupported, available, builtin, shape_of, skipped_types
 
 log = logging.getLogger("ncnn_c")
 
@@ -63,6 +64,26 @@ def close_enough(got: np.ndarray, ref: np.ndarray) -> bool:
     return bool(num <= VERIFY_TOL * den or (den == 0 and num <= 1e-6))
 
 
+SLOT = "native"  # this executor's slot of a BlobState
+
+
+class _PlanSlot:
+    """What the native executor keeps of a state: ``key``, the plan whose run (or recording)
+    computed its blobs, or None: a later extract of a blob that run did not hand out teaches
+    the plan to (``NativePlans.also``)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+
+    def changed(self) -> None:
+        self.key = None
+
+    def release(self) -> None:
+        self.key = None
+
+
 class NativeExecutor:
     """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
     records one (on the reference executor) when there is none, or returns None when the
@@ -92,9 +113,10 @@ class NativeExecutor:
         or None when the numpy path must run."""
         view = self._view
         if state.partial:
-            if state.plan_key is not None and view.native_enabled and not view.is_source(index):
+            key = state.slot(SLOT, _PlanSlot).key
+            if key is not None and view.native_enabled and not view.is_source(index):
                 # a blob the plan that just ran did not hand out: its next plan will
-                view.native_plans.also(state.plan_key, index)
+                view.native_plans.also(key, index)
             return None
         if not view.native_enabled or not available():
             return None
@@ -130,7 +152,7 @@ class NativeExecutor:
             if ret == 0:
                 contention.STATE.record(busy_key, threads, time.perf_counter() - start)
                 state.partial = True
-                state.plan_key = key
+                state.slot(SLOT, _PlanSlot).key = key
                 return 0
             log.info("native plan: a numpy layer's output changed shape; this extract runs in numpy")
             if plan.dynamic:
@@ -141,7 +163,7 @@ class NativeExecutor:
             return None
         ret = self._record(state, index, key, inputs, opt, opts)
         if ret == 0:
-            state.plan_key = key
+            state.slot(SLOT, _PlanSlot).key = key
         return ret
 
     def _constant_layers(self, order: list[int]) -> set[int]:
@@ -211,8 +233,12 @@ class NativeExecutor:
 
         done: dict[int, Mat] = {}
         for o in outputs:
+            # what the recording hands out must survive the later outputs' numpy layers: an
+            # in-place reader (the Softmax after pool10) copies it first, as plan.run does
+            state.pending[o] += 1
+        for o in outputs:
             if state.mats[o] is None:
-                ret = reference.run_plan(state, o, opt, step)
+                ret = walk(view, state, o, opt, step)
                 if ret != 0:
                     return ret
             m = state.mats[o]
@@ -248,7 +274,10 @@ class NativeExecutor:
         try:
             plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts, dynamic)
         except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
-            if strict():
+            # strict mode is about wrong values: a plan that cannot be made at all (an int8
+            # blob handed out, which a plan cannot write as a Mat) leaves the numpy layers,
+            # which are right
+            if strict() and not isinstance(e, Unsupported):
                 raise
             log.warning("native plan: cannot build one for %r: %s", name, e)
             plans.fail(key, era)

@@ -33,10 +33,10 @@ import numpy as np
 from ..._native.onednn import release_code
 from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
-from ...mat import Mat
+from ...mat import Mat, _cstep_for
 from ...option import Option
-from ..reference import Step
 from ..state import BlobState
+from ..walk import Step
 from . import threads as step_threads
 
 log = logging.getLogger("ncnn_c")
@@ -169,12 +169,36 @@ def numpy_shape(shape: tuple) -> tuple[int, ...]:
     return ((w,), (h, w), (c, h, w), (c, d, h, w))[dims - 1]
 
 
+def plan_cstep(shape: tuple) -> int:
+    """The channel stride (elements) at which a plan reads and writes every Mat of ``shape``:
+    a fresh Mat's. A Mat bound to the plan has it (``bindable``); one channel has no stride."""
+    dims, w, h, d, c, elemsize, _ep = shape
+    return _cstep_for(dims, w, h, d, elemsize) if c > 1 else w * h * d
+
+
+def bindable(m: Mat, shape: tuple) -> Mat | None:
+    """``m`` (of the recorded ``shape``) in the layout the plan reads: itself, or a copy with
+    a fresh Mat's channel stride when its channels sit elsewhere (``Mat(w, h, d, c).channel(q)``,
+    ``depth_range``: unpadded). None when ``m`` is not of ``shape`` or the copy cannot be
+    made (the caller then runs the numpy path)."""
+    if shape_of(m) != shape:
+        return None
+    if m.c == 1 or m.cstep == plan_cstep(shape):
+        return m
+    out = Mat(*_ncnn_size(shape), elemsize=m.elemsize, elempack=m.elempack)
+    if out.empty():
+        return None
+    np.copyto(out.tensor(), m.tensor())
+    return out
+
+
 def _mat_strides(shape: tuple, dims: tuple[int, ...]) -> tuple[int, ...] | None:
-    """Strides of a Mat of ``shape`` seen with oneDNN ``dims`` (None: not expressible)."""
+    """Strides of a Mat of ``shape`` (laid out as ``plan_cstep`` says) seen with oneDNN
+    ``dims`` (None: not expressible)."""
     mdims, w, h, _d, c, _es, _ep = shape
     total = int(np.prod(dims))
     if mdims == 3:
-        cstep = Mat(w, h, c).cstep if c > 1 else w * h
+        cstep = plan_cstep(shape)
         if dims == (1, c, h, w):
             return (c * cstep, cstep, w, 1)
         if cstep != w * h or total != w * h * c:
@@ -800,18 +824,24 @@ class NativePlan:
                     if m is None or (shape_of(m) != self.shapes.get(t) and t not in self.dynamic):
                         return 1
                 continue
+            # the imports are read at the recorded layout's strides (_mat_strides): a Mat of
+            # the recorded shape whose channels sit elsewhere goes in as a repacked copy,
+            # held (in ``held``) until the run read it
+            held = []
             for mem, blob in seg.imports:
                 m = mats[blob]
+                m = None if m is None else bindable(m, self.shapes[blob])
                 if m is None:
                     return 1
+                held.append(m)
                 binds.append((mem, m.data_ptr()))
             outs = []
             for mem, blob, shape in seg.exports:
-                m = Mat(*_ncnn_size(shape), allocator=blob_allocator)
+                m = Mat(*_ncnn_size(shape), allocator=blob_allocator)  # a fresh Mat: plan_cstep
                 binds.append((mem, m.data_ptr()))
                 outs.append((blob, m))
             self.runner.run(seg.steps, num_threads, binds, self.timing)
-            binds = []
+            binds, held = [], None
             for blob, m in outs:
                 mats[blob] = m
                 if capture is not None:

@@ -1,0 +1,126 @@
+"""The Extractor contract (docs/design.md) on every executor, against the PyPI ncnn: every
+blob alone and random sequences of extracts, light mode on and off, a fresh Net (the net's
+first extract) and a shared one (later extracts), for every network under models/
+(tests/contract.py says what is compared). The main run samples a few networks per
+executor and a few blobs each; the slow run takes every network and every blob.
+
+The regressions it was written for, kept as named tests: SqueezeNet's pool10 came back as
+prob's values while the native plan was being recorded (the Softmax after it ran in place on
+the Mat handed out), and a decoder whose kv caches were extracted before out0 with the caches
+never given failed on every executor (the walk treated an unfed input as missing)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from contract import EXECUTORS, check, networks, sample_runs
+
+import ncnn_c
+
+ncnn = pytest.importorskip("ncnn")
+
+NETS = networks()
+# the main run's sample: the regressions' networks, an int8 one, a multi-head detector, and
+# the network whose extra heads a plan learns to hand out
+MAIN = {
+    "numpy": ["squeezenet_real", "qwen3_2layer_unfed_caches", "nanodet_m", "efficientnetv2_b0"],
+    "native": [
+        "squeezenet_real",
+        "qwen3_2layer_unfed_caches",
+        "qwen3_2layer_empty_caches",
+        "efficientnetv2_b0",
+        "mobilenet_int8",
+        "yolo-fastestv2",
+        "nanodet_m",
+    ],
+    "vulkan": ["squeezenet_real", "qwen3_2layer_unfed_caches"],
+}
+
+
+def _cases():
+    for executor in EXECUTORS:
+        marks = [pytest.mark.gpu] if executor == "vulkan" else []
+        for name in sorted(NETS):
+            if name in MAIN[executor]:
+                yield pytest.param(name, executor, "sample", marks=marks, id=f"{executor}-{name}-sample")
+            yield pytest.param(
+                name, executor, "whole", marks=[*marks, pytest.mark.slow], id=f"{executor}-{name}-whole"
+            )
+
+
+def _gpu_or_skip(executor: str) -> None:
+    if executor == "vulkan" and ncnn_c.get_gpu_count() == 0:
+        pytest.skip("no Vulkan device")
+
+
+@pytest.fixture
+def strict(monkeypatch):
+    # a plan that differs from the numpy layers is an error, not a quiet fallback
+    monkeypatch.setenv("NCNN_C_NATIVE_STRICT", "1")
+
+
+@pytest.mark.parametrize("name,executor,extent", list(_cases()))
+def test_contract(name, executor, extent, strict):
+    _gpu_or_skip(executor)
+    net = NETS[name]
+    if extent == "sample":
+        runs = sample_runs(net, seed=zlib.crc32(f"{name}/{executor}".encode()) % 1000, singles=3, sequences=2)
+        tallies = check(net, executor, runs)
+    else:
+        runs = sample_runs(net, seed=1, singles=None, sequences=12)
+        # every blob alone on the shared net; a fresh net for the outputs and the sequences
+        order = [r for r in runs if len(r[1]) > 1 or r[1][0] in net.outputs]
+        order += [r for r in runs if r not in order]
+        tallies = check(net, executor, order, fresh=len(net.outputs) + 12)
+    failures = [f for t in tallies.values() for f in t.failures]
+    assert not failures, f"{len(failures)} extracts differ from ncnn's:\n" + "\n".join(failures[:20])
+    assert sum(t.equal for t in tallies.values()) > 0
+
+
+def test_pool10_while_the_plan_is_recorded(strict):
+    """The issue's first case, alone: a fresh Net, a fresh extractor, pool10 first."""
+    net = NETS["squeezenet_real"]
+    tallies = check(
+        net, "native", [(True, ("pool10",)), (True, ("pool10", "prob")), (False, ("prob", "pool10"))]
+    )
+    assert not tallies["fresh"].failures + tallies["shared"].failures
+    assert tallies["fresh"].equal == 5
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_kv_caches_before_out0(executor, strict):
+    """ncnn's decoder, caches never given on the first step, every cache extracted before
+    out0 (each SDPA keeps its other tops, so no extract needs an input back)."""
+    _gpu_or_skip(executor)
+    net = NETS["qwen3_2layer_unfed_caches"]
+    caches = tuple(t for _, _, tops in net.layers if len(tops) == 3 for t in tops[1:])
+    runs = [
+        (True, (*caches, "out0")),
+        (True, tuple(reversed(caches)) + ("out0",)),
+        (False, ("out0", *caches)),
+    ]
+    tallies = check(net, executor, runs, fresh=1)
+    assert not tallies["fresh"].failures + tallies["shared"].failures
+    assert tallies["fresh"].equal == len(caches) + 1
+
+
+def test_refusal_is_logged(caplog):
+    """Where light mode released an input a later extract needs, ncnn_c refuses with a line
+    saying which input and what to do, never a value."""
+    net = NETS["squeezenet_real"]
+    n = ncnn_c.Net()
+    n.native_plan = False
+    assert n.load_param_mem(net.param_text) == 0 and n.load_model_mem(net.weights) == 0
+    ex = n.create_extractor()
+    ex.input("data", ncnn_c.Mat(net.inputs["data"]))
+    assert ex.extract("prob")[0] == 0
+    with caplog.at_level("ERROR", logger="ncnn_c"):
+        ret, m = ex.extract("pool1")
+    assert ret != 0 and m.empty()
+    assert "needs input 'data' again" in caplog.text and "set_light_mode(False)" in caplog.text
+    ex.set_light_mode(False)
+    ex.input("data", ncnn_c.Mat(net.inputs["data"]))
+    assert ex.extract("pool1")[0] == 0
+    assert np.isfinite(np.array(ex.extract("pool1")[1])).all()
