@@ -418,11 +418,14 @@ def run_net(
     input_names=None,
     output_names=None,
     require_gpu: bool = False,
+    native: bool = False,
     **opt_overrides,
 ):
     """ncnn_c's Net over the same .param/.bin (FP32_FLAGS, then ``opt_overrides``). Returns
     (ret, [arrays]). ``require_gpu`` asserts that every layer got the Vulkan device (no silent
-    CPU fallback)."""
+    CPU fallback). ``native``: the results of a second extractor, which runs the native plan
+    the first one recorded, in strict mode (a plan that differs from the numpy layers is an
+    error; the first extract's numpy results are the "net" path's)."""
     import ncnn_c
 
     input_names = _names(input_names, "in", len(inputs))
@@ -431,24 +434,44 @@ def run_net(
     _apply(net.opt, FP32_FLAGS)
     net.opt.use_vulkan_compute = bool(use_vulkan or require_gpu)
     _apply(net.opt, opt_overrides)
+    if native:
+        net.native_plan = True
     if net.load_param_mem(param_text) != 0 or net.load_model_mem(bin_bytes) != 0:
         return -1, []
     if require_gpu:
         on_cpu = [layer.name for layer in net.layers() if layer.vkdev is None]
         assert not on_cpu, f"layers {on_cpu} did not get the GPU"
-    outs = []
-    with net.create_extractor() as ex:
-        for name, x in zip(input_names, inputs, strict=True):
-            ret = ex.input(name, ncnn_c.Mat(np.ascontiguousarray(x, dtype=np.float32)))
-            if ret != 0:
-                return ret, []
-        for name in output_names:
-            ret, m = ex.extract(name)
-            if ret != 0:
-                return ret, []
-            outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
+    strict = os.environ.get("NCNN_C_NATIVE_STRICT")
+    if native:
+        os.environ["NCNN_C_NATIVE_STRICT"] = "1"
+    try:
+        for _ in range(2 if native else 1):
+            outs = []
+            with net.create_extractor() as ex:
+                for name, x in zip(input_names, inputs, strict=True):
+                    ret = ex.input(name, ncnn_c.Mat(np.ascontiguousarray(x, dtype=np.float32)))
+                    if ret != 0:
+                        return ret, []
+                for name in output_names:
+                    ret, m = ex.extract(name)
+                    if ret != 0:
+                        return ret, []
+                    outs.append(np.array(m.numpy(), dtype=np.float32, copy=True))
+    finally:
+        if native:
+            if strict is None:
+                os.environ.pop("NCNN_C_NATIVE_STRICT", None)
+            else:
+                os.environ["NCNN_C_NATIVE_STRICT"] = strict
     net.clear()
     return 0, outs
+
+
+def has_native_form(layer_type: str) -> bool:
+    """Whether the native CPU plan has a builder for the type (in some shapes and settings)."""
+    from ncnn_c.net.native.ops import NATIVE_TYPES
+
+    return layer_type in NATIVE_TYPES
 
 
 def _check_runs(layer_type: str, params: dict, weights, inputs, n_outputs: int, isolate: bool, runs) -> dict:
@@ -488,6 +511,7 @@ def check_layer(
     use_vulkan: bool = False,
     isolate: bool = False,
     compare=None,
+    native: bool = True,
     **opt_overrides,
 ) -> dict:
     """Compare ncnn_c against the oracle over the chosen paths; returns {path: max rel L2 error}.
@@ -496,13 +520,21 @@ def check_layer(
     what is right (e.g. bf16 bits, which differ between the oracle's CPU dispatch paths).
 
     ``paths``: "layer" (direct layer object, CPU), "inplace" (forward_inplace, CPU),
-    "net" (ncnn_c.Net). ``use_vulkan`` and
+    "net" (ncnn_c.Net, its first extract: the numpy layers), "native" (the Net's native plan,
+    its second extract; added wherever "net" runs on the CPU and the type has a native form,
+    unless ``native`` is False: a test that switches the executors itself). ``use_vulkan`` and
     ``opt_overrides`` apply to the Net path (GPU tests). ``isolate`` runs the oracle in a
     child process (see run_ncnn_isolated).
     """
     check = compare or (lambda g, r, what: assert_close(g, r, tol, what))
 
+    if native and "net" in paths and not use_vulkan and has_native_form(layer_type) and "native" not in paths:
+        # every case that runs a CPU Net runs its native plan too: the net's second extract
+        paths = (*paths, "native")
+
     def runner(path):
+        if path == "native":
+            return lambda text, data, w, x: run_net(text, data, x, n_outputs, native=True, **opt_overrides)
         if path == "net":
             return lambda text, data, w, x: run_net(text, data, x, n_outputs, use_vulkan, **opt_overrides)
         return lambda text, data, w, x: run_layer(
@@ -721,6 +753,7 @@ def check(
     tol_fp16: float = GPU_TOL_FP16,
     isolate: bool = False,
     compare=None,
+    native: bool = True,
     **opt_overrides,
 ) -> dict:
     """One case on one backend against the oracle (the PyPI ncnn, CPU fp32).
@@ -733,7 +766,7 @@ def check(
     if backend == CPU_BACKEND:
         return check_layer(
             layer_type, params, weights, inputs, n_outputs, tol=tol, paths=paths, isolate=isolate,
-            compare=compare, **opt_overrides,
+            compare=compare, native=native, **opt_overrides,
         )  # fmt: skip
     if backend == VK_CPU_BACKEND:
         from _vulkan_sandwich import check_in_vulkan_net

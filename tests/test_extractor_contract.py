@@ -15,7 +15,8 @@ import zlib
 
 import numpy as np
 import pytest
-from contract import EXECUTORS, check, networks, sample_runs
+from contract import EXECUTORS, check, make_net, networks, oracle, sample_runs
+from oracle import rel_l2
 
 import ncnn_c
 
@@ -124,3 +125,25 @@ def test_refusal_is_logged(caplog):
     ex.input("data", ncnn_c.Mat(net.inputs["data"]))
     assert ex.extract("pool1")[0] == 0
     assert np.isfinite(np.array(ex.extract("pool1")[1])).all()
+
+
+@pytest.mark.gpu
+def test_a_failed_vulkan_extract_hands_out_nothing_it_did_not_compute(monkeypatch):
+    """A GPU layer fails after the layers before it were recorded but never submitted: those
+    device blobs hold nothing, and a later extract of one must compute it, not download it."""
+    _gpu_or_skip("vulkan")
+    net = NETS["squeezenet_real"]
+    n = make_net(net, "vulkan", 2)
+    n.replay_capacity = 0
+    (late,) = [layer for layer in n.layers() if layer.name == "conv10"]
+    early = "fire9/concat_drop9"
+    truth = oracle(net, [(False, (early,))])[0][0][1]
+    ex = n.create_extractor()
+    ex.set_light_mode(False)
+    ex.input("data", ncnn_c.Mat(net.inputs["data"]))
+    monkeypatch.setattr(late, "forward_vk", lambda *args: -1)
+    assert ex.extract("prob")[0] != 0
+    monkeypatch.undo()
+    ret, m = ex.extract(early)
+    assert ret == 0
+    assert rel_l2(np.array(m), truth) <= 1e-3

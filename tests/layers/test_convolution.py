@@ -153,14 +153,15 @@ def test_convolution_winograd(geom, native, request, monkeypatch):
     monkeypatch.setattr(conv, "winograd43_into", lambda *a, **k: calls.append(1) or real(*a, **k))
     params, c, n, h, w = geom
     for act in (0, 1):
-        errs = conv_case({0: n, 1: 3, 9: act, **params}, c, h, w, bias=act == 1)
+        # the plan's own Winograd is tests/test_native_winograd.py's: here the numpy layer's
+        errs = conv_case({0: n, 1: 3, 9: act, **params}, c, h, w, bias=act == 1, native=False)
         assert max(errs.values()) <= 4e-6
     # the Net path on two threads: the transforms split channels over them (numpy layers: the
     # native plan's recording runs convolutions without Winograd, then the plan runs them)
     from ncnn_c.net.native.executor import NativeExecutor
 
     monkeypatch.setattr(NativeExecutor, "extract", lambda *a: None)
-    conv_case({0: n, 1: 3, 9: 1, **params}, c, h, w, seed=1, paths=("net",), num_threads=2)
+    conv_case({0: n, 1: 3, 9: 1, **params}, c, h, w, seed=1, paths=("net",), native=False, num_threads=2)
     # the layer path of both cases and the numpy Net took Winograd; without oneDNN (aarch64)
     # there is no native plan, and the Net path of both cases ran the numpy layers too
     from ncnn_c.net.native.plan import available

@@ -17,7 +17,7 @@ from _window_nd_cases import (
     conv_case,
     with_activation,
 )
-from oracle import backends, check, randn, rng
+from oracle import backends, check, check_layer, randn, rng
 
 GEOMETRY = [
     ({0: 4, 1: 1, 7: 4}, (4, 9)),
@@ -85,3 +85,45 @@ def test_convolutiondepthwise1d_dynamic_weight_in_vulkan_net():
 @pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (3, 1, 3)], [(4, 8)]], ids=str)
 def test_convolutiondepthwise1d_dynamic_rejects(shapes, caplog):
     check_dynamic_rejected("ConvolutionDepthWise1D", {0: 4, 1: 3, 7: 2, 19: 1, 6: 12}, shapes, caplog)
+
+
+# ncnn's test_convolutiondepthwise1d_dynamic: num_output, kernel_w and weight_data_size stay 0
+# and the weight blob (num_output, num_input / group, kernel_w) brings them; its (kernel,
+# dilation, stride, pad) table times its (channels, num_output, bias, group) list over w = 11,
+# the activation taking turns over the cases
+NCNN_DYNAMIC_KDSP = [(1, 1, 1, 0), (1, 1, 2, 0), (2, 1, 1, 1), (2, 1, 2, -233), (3, 1, 1, 1), (3, 1, 2, 1)]
+NCNN_DYNAMIC_KDSP += [(3, 2, 1, -234)]
+NCNN_DYNAMIC_SHAPES = [(1, 1, 1, 1), (2, 2, 0, 1), (2, 2, 1, 2), (3, 3, 0, 3), (4, 2, 1, 2), (4, 4, 0, 4)]
+NCNN_DYNAMIC_SHAPES += [(7, 7, 1, 7), (8, 8, 0, 2), (8, 8, 1, 8), (12, 12, 0, 4), (15, 15, 1, 15)]
+NCNN_DYNAMIC_SHAPES += [(16, 8, 0, 2), (16, 16, 1, 16)]
+NCNN_DYNAMIC = [
+    (kdsp, shape, sorted(ACTIVATIONS)[(i + j) % len(ACTIVATIONS)])
+    for i, kdsp in enumerate(NCNN_DYNAMIC_KDSP)
+    for j, shape in enumerate(NCNN_DYNAMIC_SHAPES)
+]
+
+
+def ncnn_dynamic_case(kdsp, shape, act):
+    """(params, weights, inputs) of one of ncnn's dynamic cases: no weights, three inputs."""
+    (k, d, s, p), (h, outh, bias, group) = kdsp, shape
+    params = with_activation({0: 0, 1: 0, 2: d, 3: s, 4: p, 5: bias, 6: 0, 7: group, 19: 1}, act)
+    g = rng("convolutiondepthwise1d-ncnn-dynamic", kdsp, shape, act)
+    inputs = [randn(g, (h, 11)), randn(g, (outh, h // group, k))] + ([randn(g, (outh,))] if bias else [])
+    return params, [], inputs
+
+
+def ncnn_dynamic_id(case) -> str:
+    (k, d, s, p), (h, outh, bias, group), act = case
+    return f"k{k}-d{d}-s{s}-p{p}-h{h}-out{outh}-bias{bias}-g{group}-act{act}"
+
+
+@pytest.mark.parametrize("case", NCNN_DYNAMIC, ids=ncnn_dynamic_id)
+def test_convolutiondepthwise1d_dynamic_weight_ncnn(case):
+    check_layer("ConvolutionDepthWise1D", *ncnn_dynamic_case(*case), tol=TOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", NCNN_DYNAMIC[-3:], ids=ncnn_dynamic_id)
+def test_convolutiondepthwise1d_dynamic_weight_ncnn_in_vulkan_net(case):
+    # params 0, 1 and 6 at 0: the GPU class hands the layer to the CPU before it would use them
+    check_in_vulkan_net("ConvolutionDepthWise1D", *ncnn_dynamic_case(*case))

@@ -17,7 +17,7 @@ from _window_nd_cases import (
     conv_case,
     with_activation,
 )
-from oracle import backends, check, randn, rng
+from oracle import backends, check, check_layer, randn, rng
 
 # (params, input shape); weights are num_output * num_input / group * maxk
 GEOMETRY = [
@@ -85,3 +85,47 @@ def test_deconvolution1d_dynamic_weight_in_vulkan_net():
 @pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (4, 2, 3), (5,)], [(4, 8)]], ids=str)
 def test_deconvolution1d_dynamic_rejects(shapes, caplog):
     check_dynamic_rejected("Deconvolution1D", {0: 4, 1: 3, 5: 1, 28: 1, 6: 12}, shapes, caplog)
+
+
+# ncnn's test_deconvolution1d_dynamic: num_output, kernel_w and weight_data_size stay 0 and
+# the weight blob (num_input, num_output, kernel_w) brings them; its (kernel, dilation, stride,
+# pad) table times its (channels, num_output, bias, output_pad_right, output_w) list over
+# w = 9, an output_w turning the pad into SAME_UPPER as there, the activation taking turns
+NCNN_DYNAMIC_KDSP = [(1, 1, 1, 0), (1, 1, 2, 0), (2, 1, 1, 1), (2, 1, 2, -233), (3, 1, 1, 1), (3, 1, 2, 1)]
+NCNN_DYNAMIC_KDSP += [(3, 2, 1, 1), (4, 1, 1, -233), (4, 1, 2, -234), (4, 2, 1, -234), (5, 1, 1, 2)]
+NCNN_DYNAMIC_KDSP += [(5, 1, 2, 2), (5, 2, 2, 2), (7, 1, 1, 3), (7, 1, 2, 3), (7, 2, 1, -233)]
+NCNN_DYNAMIC_SHAPES = [(1, 1, 1, 0, 0), (4, 13, 0, 1, 7), (13, 4, 1, 1, 0), (4, 8, 0, 0, 0)]
+NCNN_DYNAMIC_SHAPES += [(8, 4, 1, 0, 7), (8, 13, 0, 2, 0), (13, 8, 1, 2, 0), (16, 16, 0, 0, 7)]
+NCNN_DYNAMIC = [
+    (kdsp, shape, sorted(ACTIVATIONS)[(i + j) % len(ACTIVATIONS)])
+    for i, kdsp in enumerate(NCNN_DYNAMIC_KDSP)
+    for j, shape in enumerate(NCNN_DYNAMIC_SHAPES)
+]
+
+
+def ncnn_dynamic_case(kdsp, shape, act):
+    """(params, weights, inputs) of one of ncnn's dynamic cases: no weights, three inputs."""
+    (k, d, s, p), (h, outh, bias, output_pad, output_w) = kdsp, shape
+    if output_w > 0 and p not in (-233, -234):
+        p = -233
+    params = {0: 0, 1: 0, 2: d, 3: s, 4: p, 5: bias, 6: 0, 18: output_pad, 20: output_w, 28: 1}
+    g = rng("deconvolution1d-ncnn-dynamic", kdsp, shape, act)
+    inputs = [randn(g, (h, 9)), randn(g, (h, outh, k))] + ([randn(g, (outh,))] if bias else [])
+    return with_activation(params, act), [], inputs
+
+
+def ncnn_dynamic_id(case) -> str:
+    (k, d, s, p), (h, outh, bias, output_pad, output_w), act = case
+    return f"k{k}-d{d}-s{s}-p{p}-h{h}-out{outh}-bias{bias}-opad{output_pad}-outw{output_w}-act{act}"
+
+
+@pytest.mark.parametrize("case", NCNN_DYNAMIC, ids=ncnn_dynamic_id)
+def test_deconvolution1d_dynamic_weight_ncnn(case):
+    check_layer("Deconvolution1D", *ncnn_dynamic_case(*case), tol=TOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", NCNN_DYNAMIC[-3:], ids=ncnn_dynamic_id)
+def test_deconvolution1d_dynamic_weight_ncnn_in_vulkan_net(case):
+    # params 0, 1 and 6 at 0: the GPU class hands the layer to the CPU before it would use them
+    check_in_vulkan_net("Deconvolution1D", *ncnn_dynamic_case(*case))

@@ -14,7 +14,7 @@ from _window_nd_cases import (
     conv_case,
     with_activation,
 )
-from oracle import check_layer
+from oracle import check_layer, randn, rng
 
 # (params, input shape); weights are num_output * num_input / group * maxk
 GEOMETRY = [
@@ -86,3 +86,56 @@ def test_deconvolutiondepthwise1d_dynamic_weight(case):
 @pytest.mark.parametrize("shapes", [[(4, 8), (4, 3)], [(4, 8), (3, 1, 3)], [(4, 8)]], ids=str)
 def test_deconvolutiondepthwise1d_dynamic_rejects(shapes, caplog):
     check_dynamic_rejected("DeconvolutionDepthWise1D", {0: 4, 1: 3, 7: 2, 28: 1, 6: 12}, shapes, caplog)
+
+
+# ncnn's test_deconvolutiondepthwise1d_dynamic: num_output, kernel_w and weight_data_size stay
+# 0 and the weight blob (num_input, num_output / group, kernel_w) brings them; its (kernel,
+# dilation, stride, pad) table times its (channels, num_output, bias, group, output_pad_right,
+# output_w) list over w = 15, an output_w turning the pad into SAME_UPPER as there, the
+# activation taking turns
+NCNN_DYNAMIC_KDSP = [(1, 1, 1, 0), (1, 1, 2, 0), (2, 1, 1, 1), (2, 1, 2, -233), (3, 1, 1, 1), (3, 1, 2, 1)]
+NCNN_DYNAMIC_KDSP += [(3, 2, 1, 1), (4, 1, 1, -233), (4, 1, 2, -234), (4, 2, 1, -234), (5, 1, 1, 2)]
+NCNN_DYNAMIC_KDSP += [(5, 1, 2, 2), (5, 2, 2, 2), (7, 1, 1, 3), (7, 1, 2, 3), (7, 2, 1, -233)]
+NCNN_DYNAMIC_SHAPES = [(1, 1, 1, 1, 0, 0), (2, 2, 0, 1, 1, 7), (2, 2, 1, 2, 1, 0), (3, 3, 0, 3, 0, 0)]
+NCNN_DYNAMIC_SHAPES += [(4, 2, 1, 2, 0, 7), (4, 4, 0, 4, 2, 0), (7, 7, 1, 7, 2, 0), (8, 8, 0, 2, 0, 7)]
+NCNN_DYNAMIC_SHAPES += [(8, 8, 1, 8, 0, 0), (12, 12, 0, 4, 3, 0), (15, 15, 1, 15, 3, 7), (16, 8, 0, 2, 0, 0)]
+NCNN_DYNAMIC_SHAPES += [(16, 16, 1, 16, 0, 0)]
+NCNN_DYNAMIC = [
+    (kdsp, shape, sorted(ACTIVATIONS)[(i + j) % len(ACTIVATIONS)])
+    for i, kdsp in enumerate(NCNN_DYNAMIC_KDSP)
+    for j, shape in enumerate(NCNN_DYNAMIC_SHAPES)
+]
+
+
+def ncnn_dynamic_case(kdsp, shape, act):
+    """(params, weights, inputs) of one of ncnn's dynamic cases: no weights, three inputs."""
+    (k, d, s, p), (h, outh, bias, group, output_pad, output_w) = kdsp, shape
+    if output_w > 0 and p not in (-233, -234):
+        p = -233
+    params = {0: 0, 1: 0, 2: d, 3: s, 4: p, 5: bias, 6: 0, 7: group, 18: output_pad, 20: output_w, 28: 1}
+    g = rng("deconvolutiondepthwise1d-ncnn-dynamic", kdsp, shape, act)
+    inputs = [randn(g, (h, 15)), randn(g, (h, outh // group, k))] + ([randn(g, (outh,))] if bias else [])
+    return with_activation(params, act), [], inputs
+
+
+def ncnn_dynamic_id(case) -> str:
+    (k, d, s, p), (h, outh, bias, group, output_pad, output_w), act = case
+    return f"k{k}-d{d}-s{s}-p{p}-h{h}-out{outh}-bias{bias}-g{group}-opad{output_pad}-outw{output_w}-act{act}"
+
+
+# k7-d2-s1-p-233-h1-out1-bias1-g1-act1 keeps one output after the ReLU, a sum of 7 products
+# that mostly cancel: rel L2 then measures the oracle's rounding (1.03e-5; ncnn_c is 3.8x nearer
+# the float64 result), the other cases stay under 4e-7
+NCNN_DYNAMIC_TOL = 1e-4
+
+
+@pytest.mark.parametrize("case", NCNN_DYNAMIC, ids=ncnn_dynamic_id)
+def test_deconvolutiondepthwise1d_dynamic_weight_ncnn(case):
+    check_layer("DeconvolutionDepthWise1D", *ncnn_dynamic_case(*case), tol=NCNN_DYNAMIC_TOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", NCNN_DYNAMIC[-3:], ids=ncnn_dynamic_id)
+def test_deconvolutiondepthwise1d_dynamic_weight_ncnn_in_vulkan_net(case):
+    # a CPU-only layer in a Vulkan net, with params 0, 1 and 6 at 0
+    check_in_vulkan_net("DeconvolutionDepthWise1D", *ncnn_dynamic_case(*case))
