@@ -27,6 +27,7 @@ native:
 	$(PY) -m ncnn_c._native.build_int8
 	$(PY) -m ncnn_c._native.build_winograd
 	$(PY) -m ncnn_c._native.build_llm
+	$(PY) -m ncnn_c._native.build_nonfinite
 
 capi:
 	$(PY) -m ncnn_c.capi --build

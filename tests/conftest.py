@@ -62,3 +62,20 @@ def pytest_collection_modifyitems(config, items) -> None:
             if i not in main:
                 for it in group:
                     it.add_marker(pytest.mark.slow)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The Extractor contract's counts per executor (tests/contract.py), when it ran."""
+    import sys
+
+    contract = sys.modules.get("contract")
+    totals = getattr(contract, "TOTALS", None)
+    if not totals:
+        return
+    terminalreporter.section("Extractor contract (extracts compared with the PyPI ncnn)")
+    for executor, t in sorted(totals.items()):
+        terminalreporter.write_line(
+            f"{executor:7s} equal {t.equal:6d}  refused where ncnn refused {t.refused_as_ncnn:5d}  "
+            f"true value where ncnn refused {t.true_where_ncnn_refused:4d}  "
+            f"ncnn crashed {t.unchecked:3d}  differing {len(t.failures):3d}"
+        )

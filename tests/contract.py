@@ -171,12 +171,12 @@ def networks() -> dict[str, Network]:
 
 # -- runs ------------------------------------------------------------------------------------------
 def sample_runs(net: Network, seed: int, singles: int | None, sequences: int) -> list[Run]:
-    """Runs for one check: ``singles`` blobs alone (None: every blob), always the outputs
-    and a blob an in-place layer reads among them, then ``sequences`` seeded random sequences
-    of 2-6 blobs, alternating light mode on and off."""
+    """Runs for one check: ``singles`` blobs alone (None: every blob), always an output and
+    a blob an in-place layer reads among them, then ``sequences`` seeded random sequences of
+    2-6 blobs, alternating light mode on and off."""
     g = np.random.default_rng(seed)
     blobs = net.blobs
-    if singles is None:
+    if singles is None or singles >= len(blobs):
         chosen = list(blobs)
     else:
         inplace_read = [b for typ, bottoms, _ in net.layers if typ in INPLACE_TYPES for b in bottoms]
@@ -420,11 +420,17 @@ def compare(
     return t
 
 
-def check(net: Network, executor: str, runs: list[Run], threads: int = 2, fresh: int | None = None) -> dict:
-    """Every run of ``runs`` on ``executor`` on one shared Net (the runs twice: the later
-    extracts of every shape run the plans and recordings the first ones made) and, for the
-    first ``fresh`` runs (None: all), on a fresh Net each, against the PyPI ncnn doing the
-    same: {"fresh": Tally, "shared": Tally}."""
+# every check's tallies of this test session, by executor (the terminal summary prints them)
+TOTALS: dict[str, Tally] = {}
+
+
+def check(
+    net: Network, executor: str, runs: list[Run], threads: int = 2, fresh: int | None = None, again=None
+) -> dict:
+    """Every run of ``runs`` on ``executor`` on one shared Net, then again the runs indexed by
+    ``again`` (None: all of them; the later extracts of a shape run the plans and recordings
+    the first ones made), and, for the first ``fresh`` runs (None: all), on a fresh Net each,
+    against the PyPI ncnn doing the same: {"fresh": Tally, "shared": Tally}."""
     singles = sorted({n for _, names in runs for n in names})
     theirs_all = oracle(net, list(runs) + [(True, (b,)) for b in singles])
     theirs, truth_runs = theirs_all[: len(runs)], theirs_all[len(runs) :]
@@ -443,8 +449,22 @@ def check(net: Network, executor: str, runs: list[Run], threads: int = 2, fresh:
     }
     shared = make_net(net, executor, threads)
     t = Tally()
-    for rep in range(2):
-        ours = [run_ours(shared, net, run) for run in runs]
-        t += compare(net, runs, ours, theirs, truth, tol, own, f"{what} shared#{rep}")
+    passes = [list(range(len(runs))), list(range(len(runs))) if again is None else list(again)]
+    for rep, idx in enumerate(passes):
+        sub = [runs[i] for i in idx]
+        ours = [run_ours(shared, net, run) for run in sub]
+        t += compare(
+            net, sub, ours, [theirs[i] for i in idx], truth, tol, own and [own[i] for i in idx],
+            f"{what} shared#{rep}",
+        )  # fmt: skip
     tallies["shared"] = t
+    total = TOTALS.setdefault(executor, Tally())
+    for part in tallies.values():
+        total += Tally(
+            part.equal,
+            part.refused_as_ncnn,
+            part.true_where_ncnn_refused,
+            part.unchecked,
+            list(part.failures),
+        )
     return tallies

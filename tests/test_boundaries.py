@@ -83,6 +83,61 @@ def test_cffi_stays_in_native_and_capi():
     assert offenders == []
 
 
+# where a cffi module's ``ffi`` / ``lib`` and ctypes may be used: the native extensions'
+# wrappers (oneDNN's door is _native/dnnl.py, the plan's C steps _native/csteps.py), the C
+# library's handle layer, the raw Vulkan modules; and ctypes in datareader.py, whose
+# DataReader.read gets a ctypes buffer as the PyPI binding's does
+NATIVE_DOORS = ("_native", "capi")
+
+
+def _native_door(p: pathlib.Path) -> bool:
+    rel = p.relative_to(ROOT)
+    return rel.parts[0] in NATIVE_DOORS or (rel.parts[0] == "gpu" and p.name.startswith("_vk"))
+
+
+def _ffi_uses(p: pathlib.Path) -> list[int]:
+    """Lines reading an attribute ``ffi`` or ``lib`` (numpy's ``np.lib`` is not a cffi lib)."""
+    tree = ast.parse(p.read_text(), str(p))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("ffi", "lib"):
+            owner = node.value
+            if node.attr == "lib" and isinstance(owner, ast.Name) and owner.id in ("np", "numpy"):
+                continue
+            out.append(node.lineno)
+    return out
+
+
+def test_ffi_and_lib_stay_behind_the_native_doors():
+    """The native plan's ops reach oneDNN through _native/dnnl.py and their C steps through
+    _native/csteps.py, never through a cffi ``ffi`` or ``lib`` of their own."""
+    offenders = {
+        str(p.relative_to(ROOT)): lines
+        for p in _py_files()
+        if not _native_door(p) and (lines := _ffi_uses(p))
+    }
+    assert offenders == {}
+
+
+def test_ctypes_stays_behind_the_native_doors():
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in _py_files()
+        if "ctypes" in _imports(p)
+        and not _native_door(p)
+        and p.relative_to(ROOT).as_posix() != "datareader.py"
+    ]
+    assert offenders == []
+
+
+def test_the_ffi_rule_sees_a_use(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text(
+        "import numpy as np\nx = mod.ffi.new('int *')\ny = np.lib.stride_tricks\nz = ext.lib.f()\n"
+    )
+    assert _ffi_uses(bad) == [2, 4]
+
+
 def test_core_never_imports_the_oracle():
     offenders = [str(p.relative_to(ROOT)) for p in _py_files() if "ncnn" in _imports(p)]
     assert offenders == []

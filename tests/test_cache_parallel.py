@@ -313,7 +313,7 @@ def test_concurrent_requests_for_one_pipeline_build_it_once():
 
     def ask() -> None:
         barrier.wait()
-        arts.append(cache.get_pipeline("softmax", opt, [], (64, 1, 1)))
+        arts.append(cache.get_pipeline("softmax_pack4", opt, [], (64, 1, 1)))
 
     try:
         ts = [threading.Thread(target=ask) for _ in range(6)]
@@ -342,7 +342,7 @@ def test_a_failed_build_is_retried_by_the_waiters_and_leaks_nothing():
     def ask() -> None:
         barrier.wait()
         try:
-            cache.get_pipeline("softmax", opt, [1, 2, 3], (64, 1, 1))  # softmax declares none
+            cache.get_pipeline("softmax_pack4", opt, [1, 2, 3], (64, 1, 1))  # it declares none
         except PipelineCacheError as e:
             errors.append(str(e))
 
@@ -355,7 +355,7 @@ def test_a_failed_build_is_retried_by_the_waiters_and_leaks_nothing():
         assert not any(t.is_alive() for t in ts)
         assert len(errors) == 4 and all("specializations" in e for e in errors)
         assert cache.size() == 0 and cache._inflight == 0 and not cache._building
-        assert cache.get_pipeline("softmax", opt, [], (64, 1, 1)) is not None
+        assert cache.get_pipeline("softmax_pack4", opt, [], (64, 1, 1)) is not None
         assert cache.size() == 1
     finally:
         cache.destroy()

@@ -90,6 +90,26 @@ def test_zero_sized_mat_is_empty():
     assert m.dims == 2 and m.empty()
 
 
+# 2^40 pixels a channel, 4096 channels: 16 PiB, past any machine's address space
+HUGE = (1 << 20, 1 << 20, 1 << 12)
+
+
+def test_allocation_failure_gives_an_empty_mat_as_the_oracle(caplog):
+    # ncnn's create keeps the shape and leaves data NULL when fastMalloc fails: an empty Mat,
+    # not an exception (issue 28); ncnn_c logs the failed size
+    ref = ncnn.Mat(*HUGE)
+    assert ref.empty()
+    with caplog.at_level(logging.ERROR, logger="ncnn_c"):
+        ours = Mat(*HUGE)
+        made = Mat()
+        made.create(*HUGE)
+    for m in (ours, made):
+        assert m.empty() and m.data_ptr() == 0
+        assert fields(m) == fields(ref) and m.cstep == ref.cstep
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and all("allocation of" in line and "failed" in line for line in lines), lines
+
+
 @pytest.mark.parametrize(
     "args,kwargs,exc",
     [

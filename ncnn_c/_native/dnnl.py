@@ -142,12 +142,31 @@ class Dnnl:
             src.ptr, weights.ptr, bias.ptr if bias else self.ffi.NULL, dst.ptr, self.attr(post, scales),
         )  # fmt: skip
 
-    def matmul(self, src, weights, dst) -> PD:
-        """(Batched) src x weights, no bias or post-ops."""
+    def matmul(self, src, weights, dst, user_scratchpad: bool = False) -> PD:
+        """(Batched) src x weights, no bias or post-ops. ``user_scratchpad``: the primitive
+        runs with a scratchpad its caller gives (argument ``ARG_SCRATCHPAD``), not one of its
+        own that threads running it at once would share."""
+        attr = self.ffi.NULL
+        if user_scratchpad:
+            pa = self.ffi.new("dnnl_primitive_attr_t *")
+            self.check(self.lib.dnnl_primitive_attr_create(pa), "primitive_attr_create")
+            attr = self.ffi.gc(pa[0], self.lib.dnnl_primitive_attr_destroy)
+            st = self.lib.dnnl_primitive_attr_set_scratchpad_mode(attr, self.lib.dnnl_scratchpad_mode_user)
+            self.check(st, "primitive_attr_set_scratchpad_mode")
         return self._pd(
             "dnnl_matmul_primitive_desc_create", self.engine, src.ptr, weights.ptr, self.ffi.NULL, dst.ptr,
-            self.ffi.NULL,
+            attr,
         )  # fmt: skip
+
+    def bind(self, mem: Mem, address: int) -> None:
+        """Point memory ``mem`` at ``address`` (a plan's arena, a Mat's data)."""
+        st = self.lib.dnnl_memory_set_data_handle(mem.ptr, self.ffi.cast("void *", address))
+        self.check(st, "memory_set_data_handle")
+
+    def address(self, handle) -> int:
+        """The address of a oneDNN handle (a primitive, a memory, a stream), for a context
+        struct of ncnn_c's own C (``csteps``) that calls oneDNN itself."""
+        return int(self.ffi.cast("uintptr_t", handle))
 
     def pooling(self, alg: str, src, dst, strides, kernel, pad_l, pad_r) -> PD:
         lib = self.lib

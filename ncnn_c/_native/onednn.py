@@ -34,12 +34,32 @@ _state: tuple | None = None  # (module or None, reason)
 
 
 def _candidates() -> list[str]:
-    env = os.environ.get("NCNN_C_DNNL_LIBRARY")
-    out = [env] if env else []
+    """Where libdnnl may be: the package's prefixes, then the loader's own search. An explicit
+    ``NCNN_C_DNNL_LIBRARY`` is the only candidate (``_load``)."""
+    out = []
     for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, os.path.expanduser("~/.local"))):
         out += sorted(glob.glob(os.path.join(prefix, "lib", SONAME)))
     out.append(SONAME)  # the loader's own search (LD_LIBRARY_PATH, ldconfig)
     return out
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_int),
+        ("minor", ctypes.c_int),
+        ("patch", ctypes.c_int),
+        ("hash", ctypes.c_char_p),
+    ]
+
+
+def _onednn_major(lib: ctypes.CDLL) -> int | None:
+    """oneDNN's major version (``dnnl_version()``), or None for a library that is not oneDNN."""
+    try:
+        fn = lib.dnnl_version
+    except AttributeError:
+        return None
+    fn.restype = ctypes.POINTER(_Version)
+    return int(fn().contents.major)
 
 
 def _load():
@@ -47,14 +67,20 @@ def _load():
         return None, "the native CPU plan is built for Linux only"
     if not (os.environ.get("OMP_WAIT_POLICY") or os.environ.get("GOMP_SPINCOUNT")):
         os.environ["GOMP_SPINCOUNT"] = SPINCOUNT
+    explicit = os.environ.get("NCNN_C_DNNL_LIBRARY")
     errors = []
-    for path in _candidates():
+    lib = None
+    # a library the user named is the one to use: if it cannot be, the plan is off (another
+    # oneDNN the default search finds would not be what was asked for)
+    for path in [explicit] if explicit else _candidates():
         try:
-            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             break
         except OSError as e:
             errors.append(str(e))
-    else:
+    if lib is None:
+        if explicit:
+            return None, f"NCNN_C_DNNL_LIBRARY={explicit} cannot be loaded: {errors[-1]}"
         # onednn-cpu-gomp has wheels for x86-64 only: elsewhere (aarch64) it cannot be pip installed
         machine = os.uname().machine
         hint = (
@@ -63,11 +89,19 @@ def _load():
             else f"PyPI's oneDNN has no {machine} wheel"
         )
         return None, f"{SONAME} not found ({hint}): {errors[-1]}"
+    where = f"NCNN_C_DNNL_LIBRARY={explicit}" if explicit else SONAME
+    major = _onednn_major(lib)
+    if major is None:
+        return None, f"{where} loads but is not oneDNN (it has no dnnl_version)"
+    if major != 3:
+        return None, f"{where} is oneDNN {major}.x; the _plan extension is built for 3.x"
     _release_code_pages("libdnnl.so")
     try:
         from . import _plan
-    except ImportError as e:
+    except ModuleNotFoundError as e:
         return None, f"the _plan extension is not built (python -m ncnn_c._native.build_plan): {e}"
+    except ImportError as e:
+        return None, f"the _plan extension does not load against {where}: {e}"
     return _plan, ""
 
 
@@ -162,7 +196,9 @@ def get():
                 else:
                     _state = _load()
                     if _state[0] is None:
-                        log.info("native CPU plan off: %s", _state[1])
+                        # a library the user named that cannot serve deserves more than info
+                        level = logging.WARNING if os.environ.get("NCNN_C_DNNL_LIBRARY") else logging.INFO
+                        log.log(level, "native CPU plan off: %s", _state[1])
     return _state[0]
 
 

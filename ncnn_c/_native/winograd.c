@@ -161,13 +161,6 @@ int ncnnc_wino_set_threads(int n)
     return before;
 }
 
-/* the matmul's attribute: a scratchpad the caller gives (each slot its own; the library's
-   would be one per primitive, which the threads running it at once would share) */
-int ncnnc_wino_user_scratchpad(void *attr)
-{
-    return dnnl_primitive_attr_set_scratchpad_mode((dnnl_primitive_attr_t)attr, dnnl_scratchpad_mode_user);
-}
-
 /* the plan step of one layer: ptrs = {src, dst, scratch (slots x slot_floats)} */
 int ncnnc_wino_run(const void *ctx, void *const *ptrs)
 {

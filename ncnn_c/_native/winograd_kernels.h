@@ -131,9 +131,11 @@ static inline __attribute__((always_inline)) void WK(in_tile)(const ncnnc_wino *
 static inline __attribute__((always_inline)) void WK(activate)(const ncnnc_wino *p, VF *v)
 {
     VF x = *v;
-    if (p->act == 1) { /* relu, leaky with a slope */
-        VI pos = x > (VF){0};
-        *v = (VF)(((VI)x & pos) | ((VI)(x * p->a0) & ~pos));
+    if (p->act == 1) { /* relu, leaky with a slope: a NaN stays, and without a slope every
+                          other x <= 0 is 0 (-inf * 0 would be NaN) */
+        VI keep = (x > (VF){0}) | (x != x);
+        VF neg = p->a0 == 0.f ? (VF){0} : x * p->a0;
+        *v = (VF)(((VI)x & keep) | ((VI)neg & ~keep));
     } else if (p->act == 2) { /* clip */
         VI lo = x < (VF){0} + p->a0, hi = x > (VF){0} + p->a1;
         x = (VF)(((VI)x & ~lo) | ((VI)((VF){0} + p->a0) & lo));

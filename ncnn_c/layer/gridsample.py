@@ -5,7 +5,10 @@ sample_type 1 bilinear (trilinear on 4-D), 2 nearest, 3 bicubic (3-D only, A = -
 padding_mode 1 zeros, 2 border, 3 reflection; align_corner as PyTorch's align_corners. The
 grid holds (x, y[, z]) innermost — numpy (outh, outw, 2) / (outd, outh, outw, 3) — or, with
 permute_fusion 1, one plane per coordinate: (2, outh, outw) / (3, outd, outh, outw).
-Coordinates are computed in fp32 as ncnn does; taps outside the input read 0.
+Coordinates are computed in fp32 as ncnn does; taps outside the input read 0. A NaN (or inf)
+grid value follows ncnn's vector code, which takes every grid of 16 points or more: border
+and unaligned reflection padding clamp it to the first (or last) pixel, aligned reflection
+leaves it NaN (ncnn's scalar tail, for the last points, differs there).
 """
 
 from __future__ import annotations
@@ -35,14 +38,21 @@ def _reflect(x: np.ndarray, high: float) -> np.ndarray:
     return F32(high) - np.abs(x - F32(high))
 
 
+def _clamp(s: np.ndarray, n: int) -> np.ndarray:
+    """ncnn's min_ps(n - 1, max_ps(s, 0)): max_ps takes its second operand for a NaN, so a NaN
+    coordinate (and -inf) lands on 0, +inf on n - 1 (np.clip would keep the NaN)."""
+    return np.minimum(np.fmax(s, F32(0)), F32(n - 1))
+
+
 def _pad_coord(s: np.ndarray, n: int, padding_mode: int, align: bool) -> np.ndarray:
-    """ncnn's compute_coord: border clamps, reflection mirrors once at each end (then clamps)."""
+    """ncnn's compute_coord: border clamps, reflection mirrors once at each end (then clamps,
+    except with align_corner, where ncnn's vector code does not)."""
     if padding_mode == 2:
-        return np.clip(s, F32(0), F32(n - 1))
+        return _clamp(s, n)
     if padding_mode == 3:
         if align:
             return _reflect(s, n - 1)
-        return np.clip(_reflect(s + F32(0.5), n) - F32(0.5), F32(0), F32(n - 1))
+        return _clamp(_reflect(s + F32(0.5), n) - F32(0.5), n)
     return s
 
 
@@ -123,6 +133,15 @@ class GridSample(Layer):
         align = bool(self.align_corner)
         # grid coordinates run x, y(, z): innermost axis first, the reverse of numpy's
         sizes = x.shape[:0:-1]
+        with np.errstate(invalid="ignore"):  # a NaN or inf grid value is data (module docstring)
+            y = self._sample(x, g, sizes, align)
+        dst = create_top(tops[0], (x.shape[0], *g.shape[1:]), opt)
+        if dst is None:
+            return -100
+        dst[...] = y.reshape(dst.shape)
+        return 0
+
+    def _sample(self, x: np.ndarray, g: np.ndarray, sizes, align: bool) -> np.ndarray:
         if self.sample_type == 3:
             y = self._bicubic(x, [_unnormalize(c, n, align) for c, n in zip(g, sizes, strict=True)])
         else:
@@ -135,11 +154,7 @@ class GridSample(Layer):
                 y = _gather(x, [np.round(c).astype(np.int64) for c in coords])
             else:
                 y = self._linear(x, coords)
-        dst = create_top(tops[0], (x.shape[0], *g.shape[1:]), opt)
-        if dst is None:
-            return -100
-        dst[...] = y.reshape(dst.shape)
-        return 0
+        return y
 
     @staticmethod
     def _linear(x: np.ndarray, coords: list[np.ndarray]) -> np.ndarray:

@@ -8,7 +8,8 @@ as (num_heads or 1, src_len, dst_len). With ``kv_cache`` two more inputs carry t
 values of earlier steps, (num_group, past_len, embed_dim) and (num_group, past_len,
 out_embed_dim), an empty blob meaning none, and two more outputs return them with this step's
 appended along the sequence axis (ncnn's kvcache.md: SDPA keeps the standard layout).
-The output is (num_heads, src_len, out_embed_dim); ``scale`` 0 means 1 / sqrt(embed_dim).
+The output is (num_heads, src_len, out_embed_dim); ``scale`` 0 means 1 / sqrt(embed_dim). A
+query row the mask hides from every key gives 0, and an empty q, k or v -100, as in ncnn.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ log = logging.getLogger("ncnn_c")
 
 # query rows up to which the products run in einsum's loops instead of BLAS (forward)
 FEW_ROWS = 4
+FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 class SDPA(Layer):
@@ -86,6 +88,12 @@ class SDPA(Layer):
                 " + 2 kv caches" if self.kv_cache else "",
                 n_out,
             )
+        for m, what in zip(bottoms[:3], ("q", "k", "v"), strict=True):
+            if m.empty():
+                self._bad(
+                    "%s is empty (c x h x w %d x %d x %d): no tokens to attend with", what, m.c, m.h, m.w
+                )
+                return -100  # as ncnn, whose output (or scores) of no tokens cannot be allocated
         q = self._heads(bottoms[0], "q")
         k = self._heads(bottoms[1], "k")
         v = self._heads(bottoms[2], "v")
@@ -162,9 +170,12 @@ class SDPA(Layer):
         scores *= np.float32(scale)
         if mask is not None:
             scores += mask
-        scores -= scores.max(axis=-1, keepdims=True)
+        # the max from -FLT_MAX, as ncnn's softmax: a row the mask hides wholly (-inf) gives
+        # exp(-inf) = 0 everywhere, and ncnn's SDPA gives that row 0, not 0 / 0
+        scores -= np.maximum(scores.max(axis=-1, keepdims=True), -FLT_MAX)
         np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
+        sums = scores.sum(axis=-1, keepdims=True)
+        np.divide(scores, sums, out=scores, where=sums != 0)
 
         probs = scores.reshape(groups, per_group, src_len, dst_len)
         out = np.einsum("gpsl,gld->gpsd", probs, v) if few else np.matmul(probs, v[:, None])

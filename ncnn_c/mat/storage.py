@@ -65,9 +65,14 @@ def _as_byte_buffer(buf, nbytes: int) -> np.ndarray:
 
 
 def _allocate(nbytes: int, allocator) -> np.ndarray | None:
-    """A 1-D uint8 storage array of ``nbytes`` bytes (None if the allocator failed)."""
+    """A 1-D uint8 storage array of ``nbytes`` bytes (None, logged, if the allocation failed:
+    the Mat stays empty, as ncnn's does when its fastMalloc returns NULL)."""
     if allocator is None:
-        return fast_malloc(nbytes)
+        try:
+            return fast_malloc(nbytes)
+        except MemoryError as e:
+            log.error("Mat: allocation of %d bytes failed: %s", nbytes, e)
+            return None
     request = alignSize(nbytes, 4)
     buf = None
     try:

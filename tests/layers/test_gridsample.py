@@ -100,3 +100,26 @@ def test_gridsample_gpu_rejects(params, shapes, key, caplog):
     assert ret != 0
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("GridSample" in line and key in line for line in lines), lines
+
+
+def _nonfinite_grid(points: int) -> np.ndarray:
+    """Four rows of ``points`` (x, y) pairs, 30 % of the values NaN, +inf or -inf."""
+    g = rng("gridsample-nonfinite", points)
+    grid = g.uniform(-1.3, 1.3, (4, points, 2)).astype(np.float32)
+    hit = g.random(grid.shape) < 0.3
+    grid[hit] = g.choice(np.array([np.nan, np.inf, -np.inf], np.float32), int(hit.sum()))
+    return grid
+
+
+@pytest.mark.parametrize("align", [0, 1], ids=["noalign", "align"])
+@pytest.mark.parametrize("padding_mode", [2, 3], ids=["border", "reflection"])
+@pytest.mark.parametrize("sample_type", [1, 2], ids=["bilinear", "nearest"])
+@pytest.mark.parametrize("backend", backends("GridSample", grid=["fp32"]))
+def test_gridsample_nonfinite_grid(sample_type, padding_mode, align, backend):
+    # ncnn's vector code, which takes rows of 8 points and more (16 here), clamps a NaN
+    # coordinate to the first pixel under border and unaligned reflection padding (max_ps
+    # takes its second operand, 0, for a NaN) and an inf to the first or last; aligned
+    # reflection, which it does not clamp, leaves a NaN. ncnn_c follows that everywhere (ncnn's
+    # scalar tail, the last points of a row shorter than 8, differs for reflection)
+    x = randn(rng("gridsample-nonfinite-x"), (3, 5, 6))
+    check(backend, "GridSample", {0: sample_type, 1: padding_mode, 2: align}, [], [x, _nonfinite_grid(16)])

@@ -48,7 +48,7 @@ class MultiHeadAttention_vulkan(VulkanLayer, MultiHeadAttention):
         self.pipeline_proj_q = self.new_pipeline("gemm", opt, [0, 1, float(self.scale), 1.0], LOCAL_2D)
         self.pipeline_proj = self.new_pipeline("gemm", opt, [0, 1, 1.0, 1.0], LOCAL_2D)
         self.pipeline_bmm = self.new_pipeline("gemm", opt, [0, 0, 1.0, 1.0], LOCAL_2D)
-        self.pipeline_softmax = self.new_pipeline("softmax", opt, [], LOCAL_1D)
+        self.pipeline_softmax = self.new_pipeline("softmax", opt, [0], LOCAL_1D)
         ok = self.pipeline_proj_q and self.pipeline_proj and self.pipeline_bmm and self.pipeline_softmax
         return 0 if ok else -1
 

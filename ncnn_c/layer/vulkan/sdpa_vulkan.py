@@ -41,7 +41,8 @@ class SDPA_vulkan(VulkanLayer, SDPA):
 
     def create_pipeline_vk(self, opt) -> int:
         self.pipeline_matmul = self.new_pipeline("matmul", opt, [], LOCAL_2D)
-        self.pipeline_softmax = self.new_pipeline("softmax", opt, [], LOCAL_1D)
+        # [1]: a query row the mask hides from every key gives 0, as ncnn's SDPA
+        self.pipeline_softmax = self.new_pipeline("softmax", opt, [1], LOCAL_1D)
         ok = self.pipeline_matmul and self.pipeline_softmax
         if self.kv_cache:
             self.pipeline_copyto = self.new_pipeline("copyto", opt, [], LOCAL_2D)

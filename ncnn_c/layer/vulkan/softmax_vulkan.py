@@ -28,7 +28,8 @@ class Softmax_vulkan(VulkanLayer, Softmax):
         self.support_packing = True
 
     def create_pipeline_vk(self, opt) -> int:
-        self.pipeline_softmax = self.new_pipeline("softmax", opt, [], needed=self.may_see_elempack(1, opt))
+        # [0]: a line of -inf gives NaN (0 / 0), as ncnn's Softmax (SDPA asks for 0)
+        self.pipeline_softmax = self.new_pipeline("softmax", opt, [0], needed=self.may_see_elempack(1, opt))
         self.pipeline_softmax_pack4 = None
         if opt.use_packing_layout:
             pack4 = self.may_see_elempack(4, opt)

@@ -84,6 +84,14 @@ class _PlanSlot:
         self.key = None
 
 
+def _nan_or_inf(m: Mat) -> bool:
+    """Whether a given input holds NaN or +inf (-inf is a mask's, as meant)."""
+    if m.empty() or m.elemsize // max(1, m.elempack) not in (2, 4):
+        return False
+    a = np.asarray(m.numpy())
+    return bool(np.isnan(a).any() or np.isposinf(a).any())
+
+
 class NativeExecutor:
     """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
     records one (on the reference executor) when there is none, or returns None when the
@@ -252,9 +260,13 @@ class NativeExecutor:
         for i, m in inputs.items():
             if state.mats[i] is None:
                 state.mats[i] = m
-        if not all(np.isfinite(refs[o]).all() for o in outputs if o in refs):
-            # nothing to check a plan against: build one with the next (finite) input; a
-            # non-finite blob inside (a causal mask's -inf) is checked cell by cell
+        if not all(np.isfinite(refs[o]).all() for o in outputs if o in refs) or any(
+            _nan_or_inf(m) for m in inputs.values()
+        ):
+            # nothing to check a plan against: build one with the next (finite) input. A NaN
+            # or +inf input can come out finite (ncnn's Softmax turns NaN lines into zeros),
+            # which says nothing of the layers before; a causal mask's -inf is an input as
+            # meant, checked cell by cell
             return 0
         name = view.blobs[index].name
         # blobs whose shapes differ from the family's last recording: a shape-loose plan

@@ -19,7 +19,6 @@ its work: made for real only if something else needs its blob).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
@@ -30,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._native.csteps import CSteps, Unsupported  # noqa: F401 - the ops import both from here
 from ..._native.onednn import release_code
 from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
@@ -52,67 +52,8 @@ def dnnl_module():
     return dnnl
 
 
-class CSteps:
-    """A C extension whose functions are plan steps (``dnnl.Kernel``: a C function run inside
-    ``plan.c``'s run with the plan's OpenMP thread count). It loads after oneDNN, whose libgomp
-    runs its OpenMP loops; without oneDNN or the extension, ``get()`` is None and the layers it
-    serves stay numpy (``without`` says which, in the log)."""
-
-    def __init__(self, module: str, names: tuple[str, ...], without: str) -> None:
-        self.module, self.names, self.without = module, names, without
-        self._lock = threading.Lock()
-        self._got: tuple | None = None
-        self._ext = None
-        self._tried = False
-
-    def get(self):
-        """(ffi, {name: address}) of the extension's steps, or None."""
-        self._try()
-        return self._got
-
-    def extension(self):
-        """The loaded extension module itself (``.ffi``, ``.lib``: its other functions), or None."""
-        self._try()
-        return self._ext
-
-    def _try(self) -> None:
-        with self._lock:
-            if not self._tried:
-                self._tried = True
-                self._ext = self._load()
-                if self._ext is not None:
-                    ffi, lib = self._ext.ffi, self._ext.lib
-                    self._got = (
-                        ffi,
-                        {n: int(ffi.cast("uintptr_t", ffi.addressof(lib, n))) for n in self.names},
-                    )
-
-    def _load(self):
-        if dnnl_module().get() is None:
-            return None
-        try:
-            return importlib.import_module(f"ncnn_c._native.{self.module}")
-        except ImportError as e:
-            log.info("native plan: %s: the %s extension is not built: %s", self.without, self.module, e)
-            return None
-
-    def step(self, name: str, ctype: str, fields: dict, keep=()):
-        """A Kernel calling ``name`` with a new ``ctype`` context of ``fields``; ``keep`` holds
-        what the context points into for as long as the step lives."""
-        got = self.get()
-        if got is None:
-            raise Unsupported(f"the {self.module} extension is not built")
-        ffi, fns = got
-        ctx = ffi.new(ctype, fields)
-        return dnnl_module().Kernel(fns[name], int(ffi.cast("uintptr_t", ctx)), (ctx, *keep))
-
-
 def available() -> bool:
     return dnnl_module().get() is not None
-
-
-class Unsupported(Exception):
-    """This layer (in this shape) has no native form: it runs as a numpy layer."""
 
 
 def shape_of(m: Mat) -> tuple:
@@ -794,9 +735,7 @@ class NativePlan:
                 continue
             root = v.base if v.base is not None else v
             addr = root.addr if root.const else base + root.offset
-            d.check(
-                d.lib.dnnl_memory_set_data_handle(v.mem.ptr, d.ffi.cast("void *", addr + v.base_off)), "bind"
-            )
+            d.bind(v.mem, addr + v.base_off)
         self.arena_bytes = top
 
     # -- running ------------------------------------------------------------------------------
@@ -827,7 +766,7 @@ class NativePlan:
             # the imports are read at the recorded layout's strides (_mat_strides): a Mat of
             # the recorded shape whose channels sit elsewhere goes in as a repacked copy,
             # held (in ``held``) until the run read it
-            held = []
+            held: list[Mat] = []
             for mem, blob in seg.imports:
                 m = mats[blob]
                 m = None if m is None else bindable(m, self.shapes[blob])
@@ -841,7 +780,7 @@ class NativePlan:
                 binds.append((mem, m.data_ptr()))
                 outs.append((blob, m))
             self.runner.run(seg.steps, num_threads, binds, self.timing)
-            binds, held = [], None
+            binds, held = [], []
             for blob, m in outs:
                 mats[blob] = m
                 if capture is not None:

@@ -60,17 +60,23 @@ float reflect_coord(float x, float high)
     return v;
 }
 
+// ncnn's min_ps(n - 1, max_ps(s, 0)): a NaN takes the low end (GLSL's clamp of a NaN is undefined)
+float clamp_coord(float s, int n)
+{
+    return s > 0.f ? min(s, float(n - 1)) : 0.f;
+}
+
 // ncnn's compute_coord: border clamps, reflection mirrors once at each end (then clamps)
 float pad_coord(float s, int n)
 {
     if (padding_mode == 2)
-        return clamp(s, 0.f, float(n - 1));
+        return clamp_coord(s, n);
     if (padding_mode == 3)
     {
         if (align_corner == 1)
             return reflect_coord(s, float(n - 1));
         precise float v = reflect_coord(s + 0.5f, float(n)) - 0.5f;
-        return clamp(v, 0.f, float(n - 1));
+        return clamp_coord(v, n);
     }
     return s;
 }

@@ -20,6 +20,8 @@ layout (constant_id = 5) const int adaptive_pooling = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
+#include "vulkan_nan.h"
+
 #define TILE_W 8
 
 #if NCNN_fp16_packed && !NCNN_fp16_storage
@@ -85,9 +87,11 @@ void pool_tile(int ox, int oy, int q)
         x_inside[e] = sx0 + e >= x_lo && sx0 + e < x_hi;
 
     // fp32 sums whatever afp is: an average window of large activations can pass fp16's 65504
+    // a max starts from -inf (a window of -inf gives -inf; the border's taps are -FLT_MAX) and
+    // keeps a NaN
     float res[TILE_W];
     for (int i = 0; i < TILE_W; i++)
-        res[i] = float(neutral);
+        res[i] = pooling_type == 0 ? uintBitsToFloat(0xff800000u) : 0.f;
 
     const int last4 = p.c * p.cstep / 4 - 1;
     for (int ky = 0; ky < kernel_h; ky++)
@@ -120,7 +124,7 @@ void pool_tile(int ox, int oy, int q)
             for (int i = 0; i < TILE_W; i++)
             {
                 const float v = float(row[i * stride_w + kx]);
-                res[i] = pooling_type == 0 ? max(res[i], v) : res[i] + v;
+                res[i] = pooling_type == 0 ? nan_max(res[i], v) : res[i] + v;
             }
         }
     }
@@ -166,14 +170,14 @@ void main()
     const int y1 = ((gy + 1) * p.h + p.outh - 1) / p.outh;
 
     const int v_offset = gz * p.cstep;
-    float res = pooling_type == 0 ? -3.402823466e+38f : 0.f;
+    float res = pooling_type == 0 ? uintBitsToFloat(0xff800000u) : 0.f;
     for (int y = y0; y < y1; y++)
     {
         for (int x = x0; x < x1; x++)
         {
             const int i = v_offset + y * p.w + x;
             const float v = float(afpvec4(bottom_blob_data[i / 4])[i % 4]);
-            res = pooling_type == 0 ? max(res, v) : res + v;
+            res = pooling_type == 0 ? nan_max(res, v) : res + v;
         }
     }
     if (pooling_type == 1)

@@ -9,6 +9,8 @@ layout (constant_id = 0) const int pooling_type = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
+#include "vulkan_nan.h"
+
 #if NCNN_fp16_packed && !NCNN_fp16_storage
 // fp16_packed packs elempack 4 blobs only: an elempack 1 blob stays fp32
 layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
@@ -36,7 +38,8 @@ void main()
     const int whole = p.size / 4;
     const int rest = p.size - whole * 4;
     // fp32 partials whatever afp is: a channel can hold thousands of values
-    vec4 acc = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
+    // a max starts from -inf (no border here: a channel of -inf gives -inf) and keeps a NaN
+    vec4 acc = pooling_type == 0 ? vec4(uintBitsToFloat(0xff800000u)) : vec4(0.f);
 
     // 8 vec4 per iteration: llvmpipe (lavapipe) ends an invocation's loops after 65535
     // iterations in all, silently; unrolled, a channel of up to 2M values stays correct
@@ -52,31 +55,31 @@ void main()
         vec4 v6 = bottom_ld4(v_offset + i + 6);
         vec4 v7 = bottom_ld4(v_offset + i + 7);
         if (pooling_type == 0)
-            acc = max(acc, max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7))));
+            acc = nan_max(acc, nan_max(nan_max(nan_max(v0, v1), nan_max(v2, v3)), nan_max(nan_max(v4, v5), nan_max(v6, v7))));
         else
             acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7));
     }
     for (; i < whole; i++)
     {
         const vec4 v = bottom_ld4(v_offset + i);
-        acc = pooling_type == 0 ? max(acc, v) : acc + v;
+        acc = pooling_type == 0 ? nan_max(acc, v) : acc + v;
     }
 
     // the cstep padding after the last element is not data: mask it off
     if (rest > 0)
     {
         vec4 v = bottom_ld4(v_offset + whole);
-        const float neutral = pooling_type == 0 ? -3.402823466e+38f : 0.f;
+        const float neutral = pooling_type == 0 ? uintBitsToFloat(0xff800000u) : 0.f;
         v.y = rest > 1 ? v.y : neutral;
         v.z = rest > 2 ? v.z : neutral;
         v.w = neutral;
-        acc = pooling_type == 0 ? max(acc, v) : acc + v;
+        acc = pooling_type == 0 ? nan_max(acc, v) : acc + v;
     }
 
     float r;
     if (pooling_type == 0)
     {
-        r = max(max(acc.x, acc.y), max(acc.z, acc.w));
+        r = nan_max(nan_max(acc.x, acc.y), nan_max(acc.z, acc.w));
     }
     else
     {

@@ -7,6 +7,8 @@ layout (constant_id = 0) const int pooling_type = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
+#include "vulkan_nan.h"
+
 #if NCNN_fp16_packed && !NCNN_fp16_storage
 // without 16-bit storage the net keeps every blob fp32, packed ones included
 layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
@@ -35,7 +37,8 @@ void main()
 
     const int v_offset = q * p.cstep;
     // fp32 partials whatever afp is: a channel can hold thousands of values
-    vec4 acc = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
+    // a max starts from -inf (no border here: a channel of -inf gives -inf) and keeps a NaN
+    vec4 acc = pooling_type == 0 ? vec4(uintBitsToFloat(0xff800000u)) : vec4(0.f);
     // 8 elements per iteration: llvmpipe (lavapipe) ends an invocation's loops after 65535
     // iterations in all, silently; unrolled, a channel of up to 500k values stays correct
     int i = 0;
@@ -50,14 +53,14 @@ void main()
         vec4 v6 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 6));
         vec4 v7 = vec4(blob_ld4(bottom_blob_data, v_offset + i + 7));
         if (pooling_type == 0)
-            acc = max(acc, max(max(max(v0, v1), max(v2, v3)), max(max(v4, v5), max(v6, v7))));
+            acc = nan_max(acc, nan_max(nan_max(nan_max(v0, v1), nan_max(v2, v3)), nan_max(nan_max(v4, v5), nan_max(v6, v7))));
         else
             acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7));
     }
     for (; i < p.size; i++)
     {
         const vec4 v = vec4(blob_ld4(bottom_blob_data, v_offset + i));
-        acc = pooling_type == 0 ? max(acc, v) : acc + v;
+        acc = pooling_type == 0 ? nan_max(acc, v) : acc + v;
     }
     if (pooling_type == 1)
         acc = acc / float(p.size);

@@ -14,6 +14,8 @@ layout (constant_id = 5) const int adaptive_pooling = 0;
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
+#include "vulkan_nan.h"
+
 #if NCNN_fp16_packed && !NCNN_fp16_storage
 // without 16-bit storage the net keeps every blob fp32, packed ones included
 layout (binding = 0) readonly buffer bottom_blob { vec4 bottom_blob_data[]; };
@@ -91,13 +93,16 @@ void main()
     const int v_offset = gz * p.cstep;
     // fp32 whatever afp is: an average window of large activations (ResNet's 7x7 pool5) sums
     // past fp16's 65504 before it is divided
-    vec4 res = pooling_type == 0 ? vec4(-3.402823466e+38f) : vec4(0.f);
+    // a max starts from the border's -FLT_MAX where the window reaches into it, else from -inf
+    // (a window of -inf gives -inf), and keeps a NaN
+    const bool cut = xa != x0 || xb != x1 || ya != y0 || yb != y1;
+    vec4 res = pooling_type == 0 ? vec4(cut ? -3.402823466e+38f : uintBitsToFloat(0xff800000u)) : vec4(0.f);
     for (int y = ya; y < yb; y++)
     {
         for (int x = xa; x < xb; x++)
         {
             const vec4 v = vec4(blob_ld4(bottom_blob_data, v_offset + y * p.w + x));
-            res = pooling_type == 0 ? max(res, v) : res + v;
+            res = pooling_type == 0 ? nan_max(res, v) : res + v;
         }
     }
 

@@ -27,7 +27,7 @@ void main()
     afp v = buffer_ld1(bottom_top_blob_data, i);
 
     if (slope == 0)
-        v = max(v, afp(0.f));
+        v = v < afp(0.f) ? afp(0.f) : v; // a NaN stays (GLSL leaves max() of a NaN undefined)
     else
         v = v < afp(0.f) ? v * afp(slope) : v;
 

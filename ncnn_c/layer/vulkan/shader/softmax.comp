@@ -8,7 +8,12 @@
 // Line l (of inner * mid * c) starts at (l / inner / mid) * cstep + ((l / inner) % mid) * n * inner
 // + l % inner and steps by astride: inner within a channel, cstep across channels.
 
+// 1: a line of only -inf (SDPA's query row the mask hides wholly) gives 0, not 0 / 0
+layout (constant_id = 0) const int empty_line_zero = 0;
+
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
+
+#include "vulkan_nan.h"
 
 layout (binding = 0) buffer bottom_top_blob { sfp bottom_top_blob_data[]; };
 
@@ -42,24 +47,24 @@ void main()
     for (int k = 0; k < n4; k += 4)
     {
         const int idx = base + k * p.astride;
-        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx)));
-        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + p.astride)));
-        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)));
-        m = max(m, float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)));
+        m = skip_nan_max(m, float(buffer_ld1(bottom_top_blob_data, idx)));
+        m = skip_nan_max(m, float(buffer_ld1(bottom_top_blob_data, idx + p.astride)));
+        m = skip_nan_max(m, float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)));
+        m = skip_nan_max(m, float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)));
     }
     for (int k = n4; k < p.n; k++)
     {
-        m = max(m, float(buffer_ld1(bottom_top_blob_data, base + k * p.astride)));
+        m = skip_nan_max(m, float(buffer_ld1(bottom_top_blob_data, base + k * p.astride)));
     }
 
     float sum = 0.f;
     for (int k = 0; k < n4; k += 4)
     {
         const int idx = base + k * p.astride;
-        const float v0 = exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
-        const float v1 = exp(float(buffer_ld1(bottom_top_blob_data, idx + p.astride)) - m);
-        const float v2 = exp(float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)) - m);
-        const float v3 = exp(float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)) - m);
+        const float v0 = softmax_exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
+        const float v1 = softmax_exp(float(buffer_ld1(bottom_top_blob_data, idx + p.astride)) - m);
+        const float v2 = softmax_exp(float(buffer_ld1(bottom_top_blob_data, idx + 2 * p.astride)) - m);
+        const float v3 = softmax_exp(float(buffer_ld1(bottom_top_blob_data, idx + 3 * p.astride)) - m);
         buffer_st1(bottom_top_blob_data, idx, v0);
         buffer_st1(bottom_top_blob_data, idx + p.astride, v1);
         buffer_st1(bottom_top_blob_data, idx + 2 * p.astride, v2);
@@ -73,10 +78,14 @@ void main()
     for (int k = n4; k < p.n; k++)
     {
         const int idx = base + k * p.astride;
-        const float v = exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
+        const float v = softmax_exp(float(buffer_ld1(bottom_top_blob_data, idx)) - m);
         buffer_st1(bottom_top_blob_data, idx, v);
         sum += v;
     }
+
+    // such a line's exps are all 0: over 1 they stay 0
+    if (empty_line_zero == 1 && sum == 0.f)
+        sum = 1.f;
 
     for (int k = 0; k < n4; k += 4)
     {

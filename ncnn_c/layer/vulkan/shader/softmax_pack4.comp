@@ -8,6 +8,8 @@
 
 layout (local_size_x_id = 233, local_size_y_id = 234, local_size_z_id = 235) in;
 
+#include "vulkan_nan.h"
+
 #if NCNN_fp16_packed && !NCNN_fp16_storage
 // without 16-bit storage the net keeps every blob fp32, packed ones included
 layout (binding = 0) buffer bottom_top_blob { vec4 bottom_top_blob_data[]; };
@@ -48,19 +50,19 @@ void main()
     for (int k = 0; k < n2; k += 2)
     {
         const int idx = base + k * p.astride;
-        m = max(m, max(blob_ld4(bottom_top_blob_data, idx), blob_ld4(bottom_top_blob_data, idx + p.astride)));
+        m = skip_nan_max(skip_nan_max(m, blob_ld4(bottom_top_blob_data, idx)), blob_ld4(bottom_top_blob_data, idx + p.astride));
     }
     if (n2 < p.n)
-        m = max(m, blob_ld4(bottom_top_blob_data, base + n2 * p.astride));
+        m = skip_nan_max(m, blob_ld4(bottom_top_blob_data, base + n2 * p.astride));
     if (p.across == 1)
-        m = vec4(max(max(m.x, m.y), max(m.z, m.w)));
+        m = vec4(skip_nan_max(skip_nan_max(m.x, m.y), skip_nan_max(m.z, m.w)));
 
     vec4 sum = vec4(0.f);
     for (int k = 0; k < n2; k += 2)
     {
         const int idx = base + k * p.astride;
-        const vec4 v0 = exp(blob_ld4(bottom_top_blob_data, idx) - m);
-        const vec4 v1 = exp(blob_ld4(bottom_top_blob_data, idx + p.astride) - m);
+        const vec4 v0 = softmax_exp(blob_ld4(bottom_top_blob_data, idx) - m);
+        const vec4 v1 = softmax_exp(blob_ld4(bottom_top_blob_data, idx + p.astride) - m);
         blob_st4(bottom_top_blob_data, idx, v0);
         blob_st4(bottom_top_blob_data, idx + p.astride, v1);
         sum += v0;
@@ -69,7 +71,7 @@ void main()
     if (n2 < p.n)
     {
         const int idx = base + n2 * p.astride;
-        const vec4 v = exp(blob_ld4(bottom_top_blob_data, idx) - m);
+        const vec4 v = softmax_exp(blob_ld4(bottom_top_blob_data, idx) - m);
         blob_st4(bottom_top_blob_data, idx, v);
         sum += v;
     }

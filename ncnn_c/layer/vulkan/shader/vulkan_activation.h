@@ -31,7 +31,8 @@ activation_afpvec4 activation(activation_afpvec4 v)
 #endif
     if (activation_type == 1)
     {
-        v = max(v, activation_afp(0.f));
+        // a select, not max(): a NaN stays NaN, as in ncnn's ReLU (GLSL leaves max() of a NaN undefined)
+        v = mix(v, activation_afpvec4(0.f), lessThan(v, activation_afpvec4(0.f)));
     }
     else if (activation_type == 2)
     {

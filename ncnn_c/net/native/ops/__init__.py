@@ -3,7 +3,10 @@
 ``BUILDERS`` maps a layer type to its builder: ``build(plan, layer, segment, opt, chain)``
 adds the layer's primitives to the plan, raises ``Unsupported`` where the layer (in this
 shape, with these params) has no native form (it then runs as a numpy layer), and returns
-the layers of ``chain`` it took in. A type missing here is always numpy.
+the layers of ``chain`` it took in. A type missing here is always numpy. It is collected
+from the families' own ``BUILDERS`` tables (and their ``DEFERRALS``), module by module in
+file-name order, as the layer registry is built from file names: a new family is a new file,
+and a type claimed by two families is an error at import.
 
 * ``conv``: Convolution, ConvolutionDepthWise, Deconvolution(DepthWise), InnerProduct,
   and the fusions around them (folded affine layers, post-ops, zero padding).
@@ -19,65 +22,37 @@ the layers of ``chain`` it took in. A type missing here is always numpy.
 
 from __future__ import annotations
 
-from ..plan import Builder, NativePlan, Ops, Segment
-from . import conv, eltwise, int8, reduce, shape, transformer
+import importlib
+import pathlib
+
+from ..plan import Builder, Ops
+from . import conv, int8
 
 
-def _fusing(build: Builder) -> Builder:
-    """A BinaryOp / Eltwise of two blobs with an activation after it (``conv.chains``) is
-    built as a producer, which takes the activation in as a post-op; else by ``build``."""
-
-    def fused(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
-        if chain:
-            return conv.producer(plan, layer, seg, opt, chain)
-        return build(plan, layer, seg, opt, chain)
-
-    return fused
+def _families() -> list:
+    """Every module of this package, in file-name order: a new family is a new file."""
+    here = pathlib.Path(__file__).parent
+    names = sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+    return [importlib.import_module(f"{__name__}.{n}") for n in names]
 
 
-def _producer(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
-    """An int8 convolution or inner product by ``int8``, the others by ``conv``."""
-    if int8.quantized(layer):
-        return int8.producer(plan, layer, seg, opt, chain)
-    return conv.producer(plan, layer, seg, opt, chain)
+def _collect() -> tuple[dict[str, Builder], tuple]:
+    builders: dict[str, Builder] = {}
+    deferrals: list = []
+    for family in _families():
+        for t, build in getattr(family, "BUILDERS", {}).items():
+            if t in builders:
+                raise ImportError(f"native ops: {t} is built by two families ({family.__name__})")
+            builders[t] = build
+        deferrals += getattr(family, "DEFERRALS", ())
+    return builders, tuple(deferrals)
 
 
-BUILDERS: dict[str, Builder] = {
-    **dict.fromkeys(conv.PRODUCERS, _producer),
-    "BinaryOp": _fusing(eltwise.binaryop),
-    "Eltwise": _fusing(eltwise.eltwise),
-    **dict.fromkeys(eltwise.ACTIVATIONS, eltwise.activation),
-    "PReLU": eltwise.prelu,
-    **dict.fromkeys(conv.AFFINE_TYPES, eltwise.channel_affine),
-    "Pooling": reduce.pooling,
-    "Reduction": reduce.reduction,
-    "Softmax": reduce.softmax,
-    "LRN": reduce.lrn,
-    "Interp": reduce.interp,
-    **dict.fromkeys(("Split", "Dropout", "Noop"), shape.passthrough),
-    "Concat": shape.concat,
-    "Flatten": shape.reshape,
-    "Reshape": transformer.reshape(shape.reshape),
-    "ShuffleChannel": shape.shufflechannel,
-    "Slice": shape.slice_layer,
-    "Crop": shape.crop,
-    "Padding": shape.padding,
-    "Permute": shape.permute,
-    "Quantize": int8.quantize,
-    **dict.fromkeys(("Dequantize", "Requantize"), int8.dequantize_layer),
-    "Gemm": transformer.gemm,
-    "RMSNorm": transformer.rmsnorm,
-    "RotaryEmbed": transformer.rotaryembed,
-}
-
+_builders, _deferrals = _collect()
 # an int8 layer must quantize what the numpy layers give, bit for bit
-BUILDERS = {t: int8.exact_before_int8(b) for t, b in BUILDERS.items()}
+BUILDERS: dict[str, Builder] = {t: int8.exact_before_int8(b) for t, b in _builders.items()}
 
-OPS = Ops(
-    builders=BUILDERS,
-    chains=conv.chains,
-    deferrals=(conv.pad_folds, shape.shuffled_concats, transformer.repeated_heads),
-)
+OPS = Ops(builders=BUILDERS, chains=conv.chains, deferrals=_deferrals)
 
 # layer types with a native form (in some shapes and settings): their inputs need no copy;
 # MemoryData and PriorBox (and what reads only them) are constants of a plan

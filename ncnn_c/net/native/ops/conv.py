@@ -14,6 +14,7 @@ import numpy as np
 
 from ..plan import (
     PLAIN,
+    Builder,
     Make,
     NativePlan,
     Segment,
@@ -24,7 +25,18 @@ from ..plan import (
     skipped_types,
 )
 from . import winograd
-from .eltwise import affine_coeffs, binary_broadcast, eltwise_combine, residual_add, standalone_activation
+from .eltwise import (
+    AFFINE_TYPES,
+    NONFINITE,
+    RELU,
+    affine_coeffs,
+    binary_broadcast,
+    eltwise_combine,
+    relu_op,
+    relu_step,
+    residual_add,
+    standalone_activation,
+)
 from .shape import made_padding
 from .transformer import gemv
 from .transformer import kernels as llm_kernels
@@ -32,17 +44,14 @@ from .transformer import kernels as llm_kernels
 log = logging.getLogger("ncnn_c")
 
 # layers a convolution, deconvolution or inner product takes into its weights and bias
-AFFINE_TYPES = ("BatchNorm", "Scale", "Bias")
 PRODUCERS = ("Convolution", "ConvolutionDepthWise", "Deconvolution", "DeconvolutionDepthWise", "InnerProduct")
 
 
 # ncnn activation_type -> oneDNN eltwise post-op
 def activation_op(kind: int, params) -> tuple[str, float, float]:
     p = [float(v) for v in (params if params is not None else ())]
-    if kind == 1:
-        return ("relu", 0.0, 0.0)
-    if kind == 2:
-        return ("relu", p[0] if p else 0.0, 0.0)
+    if kind in (1, 2):
+        return relu_op(p[0] if kind == 2 and p else 0.0)
     if kind == 3:
         return ("clip_v2", p[0] if len(p) > 0 else -3.4e38, p[1] if len(p) > 1 else 3.4e38)
     if kind == 4:
@@ -227,6 +236,11 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
     own = []
     if layer.activation_type:
         own.append(activation_op(layer.activation_type, getattr(layer, "activation_params", None)))
+    # a ReLU last runs as a pass of its own after the primitive (eltwise.relu_step), not as
+    # the elu post-op that keeps its NaN
+    relu_after = NONFINITE.get() is not None and (post or own)[-1:] == [RELU]
+    if relu_after:
+        post, own = (post[:-1], own) if post else (post, own[:-1])
     sdims, odims = (1, c, h, w), (1, oc, oh, ow)
     make = dn.deconvolution if deconv else dn.convolution
 
@@ -255,11 +269,16 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
     if bmem is not None:
         args.append((d.ARG_BIAS, bmem))
     if not after:
-        return plan.run1(seg, pd, src, plan.top(layer, pd.md("dst", odims)), args)
-    raw = plan.new_value(pd.md("dst", odims), plan.shape(layer.tops[0]))
-    plan.run1(seg, pd, src, raw, args)
-    (alg, alpha, beta) = after[0]
-    plan.run1(seg, dn.eltwise(alg, raw.md, raw.md, alpha, beta), raw, plan.top(layer, raw.md))
+        top = plan.top(layer, pd.md("dst", odims))
+        plan.run1(seg, pd, src, top, args)
+    else:
+        raw = plan.new_value(pd.md("dst", odims), plan.shape(layer.tops[0]))
+        plan.run1(seg, pd, src, raw, args)
+        (alg, alpha, beta) = after[0]
+        top = plan.top(layer, raw.md)
+        plan.run1(seg, dn.eltwise(alg, raw.md, raw.md, alpha, beta), raw, top)
+    if relu_after:
+        relu_step(plan, seg, top, top)
 
 
 def inner_product(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> None:
@@ -412,3 +431,17 @@ def pad_folds(plan: NativePlan, order, consumers, readers) -> dict[int, Make]:
             continue
         folds[li] = made_padding
     return folds
+
+
+def _producer(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
+    """An int8 convolution or inner product by ``int8``, the others here."""
+    from . import int8  # it reads nothing of this module
+
+    if int8.quantized(layer):
+        return int8.producer(plan, layer, seg, opt, chain)
+    return producer(plan, layer, seg, opt, chain)
+
+
+# the types this family builds (ops/__init__.py collects every family's)
+BUILDERS: dict[str, Builder] = dict.fromkeys(PRODUCERS, _producer)
+DEFERRALS = (pad_folds,)

@@ -14,6 +14,8 @@ from ....layer import Layer
 from ....layer.binaryop import broadcast_shapes
 from ..plan import (
     PLAIN,
+    Builder,
+    CSteps,
     NativePlan,
     Segment,
     Unsupported,
@@ -78,9 +80,40 @@ def _scalar_binaryop(layer) -> Ops | None:
     return None
 
 
+# nonfinite.c's steps: ReLU here, max pooling and Softmax's non-finite lines (ops/reduce.py)
+NONFINITE = CSteps(
+    "_nonfinite",
+    ("ncnnc_relu", "ncnnc_maxpool", "ncnnc_softmax_fix"),
+    "max pooling and Softmax stay numpy, ReLU takes oneDNN's elu",
+)
+# ncnn's ReLU (no slope) as a oneDNN eltwise op: relu_op
+RELU = ("elu", 0.0, 0.0)
+
+
+def relu_op(slope: float) -> tuple[str, float, float]:
+    """ncnn's (leaky) ReLU as a oneDNN eltwise op. oneDNN's relu without a slope is
+    max(x, 0), which gives 0 for a NaN; ncnn's ReLU (max_ps(0, x)) and the numpy layers keep
+    the NaN. Its elu with alpha 0, x > 0 ? x : 0 * (exp(x) - 1), keeps it and gives 0 for
+    every other x <= 0, -inf included, but costs an exp: a convolution and a ReLU layer of
+    their own run ``relu_step`` after instead (a slope's relu, x > 0 ? x : slope * x, keeps a
+    NaN as it is)."""
+    return RELU if slope == 0.0 else ("relu", slope, 0.0)
+
+
+def relu_step(plan: NativePlan, seg: Segment, src: Value, out: Value) -> None:
+    """out = ReLU(src), the whole buffers of two dense descriptors alike (a blocked layout's
+    padding is 0 and stays 0): nonfinite.c's one pass, where oneDNN's elu as a post-op costs
+    up to 2.5x a 1x1 convolution (SqueezeNet's expand layers). Unsupported without the
+    extension."""
+    d = dnnl_module()
+    step = NONFINITE.step("ncnnc_relu", "ncnnc_relu_ctx *", {"n": src.md.size // 4})
+    src.last = plan.step
+    plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
+
+
 # layer type -> its eltwise form (None: not in this layer's settings)
 ELTWISE_FORMS: dict[str, Callable[[Layer], Ops | None]] = {
-    "ReLU": lambda layer: [("relu", float(layer.slope), 0.0)],
+    "ReLU": lambda layer: [relu_op(float(layer.slope))],
     "Clip": lambda layer: [("clip_v2", float(layer.min), float(layer.max))],
     "Sigmoid": lambda layer: [("logistic", 0.0, 0.0)],
     "TanH": lambda layer: [("tanh", 0.0, 0.0)],
@@ -91,9 +124,7 @@ ELTWISE_FORMS: dict[str, Callable[[Layer], Ops | None]] = {
     "ELU": lambda layer: [("elu", float(layer.alpha), 0.0)],
     "HardSigmoid": lambda layer: [("hardsigmoid", float(layer.alpha), float(layer.beta))],
     "PReLU": lambda layer: (
-        [("relu", float(layer.slope_data[0]), 0.0)]
-        if layer.num_slope == 1 and len(layer.slope_data) >= 1
-        else None
+        [relu_op(float(layer.slope_data[0]))] if layer.num_slope == 1 and len(layer.slope_data) >= 1 else None
     ),
     "UnaryOp": lambda layer: UNARY.get(layer.op_type),
     "Exp": _exp,
@@ -102,6 +133,8 @@ ELTWISE_FORMS: dict[str, Callable[[Layer], Ops | None]] = {
     "BinaryOp": _scalar_binaryop,
 }
 # the types whose builder is ``activation``: nothing but their eltwise form
+# the per-channel affine layers: built alone here, or folded into the producer before them (conv)
+AFFINE_TYPES = ("BatchNorm", "Scale", "Bias")
 ACTIVATIONS = tuple(t for t in ELTWISE_FORMS if t not in ("PReLU", "BinaryOp"))
 
 
@@ -153,6 +186,8 @@ def eltwise_ops(plan: NativePlan, layer, seg: Segment, ops) -> None:
     if len(layer.bottoms) != 1:
         raise Unsupported("one input")
     src = plan.value(seg, layer.bottoms[0])
+    if ops == [RELU] and plan.tag_of(src.md) is not None and NONFINITE.get() is not None:
+        return relu_step(plan, seg, src, plan.top(layer, src.md))
     alg, alpha, beta = ops[0]
     pd = dn.eltwise(alg, src.md, src.md, alpha, beta, ops[1:])
     if not pd.impl.startswith("ref") or len(ops) == 1:
@@ -331,3 +366,27 @@ def affine_coeffs(plan: NativePlan, layer, oc: int) -> tuple[np.ndarray, np.ndar
     if layer.type == "Scale":
         return vals[0], vals[1] if len(vals) > 1 else np.zeros(oc, np.float32)
     return one, vals[0]  # Bias
+
+
+def _fusing(build: Builder) -> Builder:
+    """A BinaryOp / Eltwise of two blobs with an activation after it (``conv.chains``) is
+    built as a producer, which takes the activation in as a post-op; else by ``build``."""
+
+    def fused(plan: NativePlan, layer, seg: Segment, opt, chain: list[int]) -> list[int] | None:
+        if chain:
+            from .conv import producer  # conv imports this module
+
+            return producer(plan, layer, seg, opt, chain)
+        return build(plan, layer, seg, opt, chain)
+
+    return fused
+
+
+# the types this family builds (ops/__init__.py collects every family's)
+BUILDERS: dict[str, Builder] = {
+    "BinaryOp": _fusing(binaryop),
+    "Eltwise": _fusing(eltwise),
+    **dict.fromkeys(ACTIVATIONS, activation),
+    "PReLU": prelu,
+    **dict.fromkeys(AFFINE_TYPES, channel_affine),
+}

@@ -47,6 +47,7 @@ import numpy as np
 from ..plan import (
     BLOCK,
     PLAIN,
+    Builder,
     CSteps,
     NativePlan,
     Segment,
@@ -254,15 +255,12 @@ def _per_channel(values, shape: tuple, walk: tuple[int, ...], what: str) -> np.n
 def _channels(plan, seg, src: Value, out: Value, walk, op: int, vectors: dict, act=0, params=(0.0, 0.0)):
     """The channels step ``op`` (0 quantize, 1 dequantize, 2 requantize) from ``src`` into
     ``out`` (the same layout), with the per-channel ``vectors`` (scale, bias, scale_out)."""
-    got = kernels()
-    if got is None:
+    if kernels() is None:
         raise Unsupported("the _int8 extension is not built")
-    ffi = got[0]
     outer, groups, inner, block = walk
 
     def ptr(name: str):
-        a = vectors.get(name)
-        return ffi.NULL if a is None else ffi.cast("const float *", a.ctypes.data)
+        return _STEPS.floats(vectors.get(name))
 
     fields = {
         "outer": outer,
@@ -363,15 +361,13 @@ def _dequantize(plan, seg, layer, acc: Value, pixels: int, channels: int, scales
     bias = None if bias is None else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(-1))
     if scale_in.size != channels or (bias is not None and bias.size != channels):
         raise Unsupported("scale or bias count")
-    got = kernels()
-    if got is None:
+    if kernels() is None:
         raise Unsupported("the _int8 extension is not built")
-    ffi = got[0]
     fields = {
         "pixels": pixels,
         "channels": channels,
-        "scale_in": ffi.cast("const float *", scale_in.ctypes.data),
-        "bias": ffi.cast("const float *", bias.ctypes.data) if bias is not None else ffi.NULL,
+        "scale_in": _STEPS.floats(scale_in),
+        "bias": _STEPS.floats(bias),
         "act": act,
         "a0": params[0],
         "a1": params[1],
@@ -446,3 +442,11 @@ def _inner_product(plan: NativePlan, layer, seg: Segment, scales, w8, act, param
     acc = plan.new_value(pd.md("dst", (1, oc)), oshape)
     plan.run1(seg, pd, src, acc, [(d.ARG_WEIGHTS, wmem)])
     _dequantize(plan, seg, layer, acc, 1, oc, scales, act, params)
+
+
+# the types this family builds (ops/__init__.py collects every family's; the quantized
+# convolutions and inner products are conv's, which hands them to ``producer`` here)
+BUILDERS: dict[str, Builder] = {
+    "Quantize": quantize,
+    **dict.fromkeys(("Dequantize", "Requantize"), dequantize_layer),
+}

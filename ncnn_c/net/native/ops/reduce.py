@@ -1,5 +1,11 @@
 """Windows and reductions: Pooling, Reduction, Softmax, LRN, and Interp (nearest /
 bilinear resampling, where a probe shows oneDNN's source positions are ncnn's).
+
+Max pooling and Softmax take a step of ``_native/nonfinite.c`` where oneDNN's kernels treat
+non-finite values otherwise than the numpy layers: its max pooling skips a NaN (the numpy
+layer's window gives NaN) and gives -FLT_MAX for a window of -inf, its softmax gives NaN
+where ncnn's vector exp counts a NaN as exp(88.376..) (ncnn_c/layer/softmax.py). Without the
+``_nonfinite`` extension both stay numpy.
 """
 
 from __future__ import annotations
@@ -7,7 +13,18 @@ from __future__ import annotations
 import numpy as np
 
 from ....mat import Mat
-from ..plan import PLAIN, NativePlan, Segment, Unsupported, dnnl_module, no_reference
+from ..plan import (
+    BLOCK,
+    PLAIN,
+    Builder,
+    NativePlan,
+    Segment,
+    Unsupported,
+    dnnl_module,
+    no_reference,
+    tag_strides,
+)
+from .eltwise import NONFINITE
 
 
 def pooling(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
@@ -50,9 +67,60 @@ def pool(plan: NativePlan, layer, seg: Segment, alg, odims, kernel, stride, pads
     dn = plan.dnnl
     t, b, l, r = pads
     src = plan.canon(seg, plan.value(seg, layer.bottoms[0]))
+    if alg == "max":
+        return max_pool(plan, layer, seg, src, odims, kernel, stride, (t, l))
     pd = dn.pooling(alg, src.md, dn.md(odims, "any"), stride, kernel, (t, l), (b, r))
     no_reference(pd)
     plan.run1(seg, pd, src, plan.top(layer, pd.md("dst", odims)))
+
+
+def _blocks(plan: NativePlan, src, channels: int):
+    """(tag, groups, block) of a (1, c, h, w) value whose layout the ``_nonfinite`` steps read as
+    [groups][h][w][block]: plain, channel blocks, channels-last; else a plain copy's."""
+    tag = plan.tag_of(src.md)
+    if tag in BLOCK:
+        return tag, -(-channels // BLOCK[tag]), BLOCK[tag]
+    if tag == "acdb":
+        return tag, 1, channels
+    return "abcd", channels, 1
+
+
+def max_pool(plan: NativePlan, layer, seg: Segment, src, odims, kernel, stride, pads) -> None:
+    """Max pooling where a NaN in a window gives NaN (nonfinite.c's step); the output in the
+    input's layout."""
+    d, dn = dnnl_module(), plan.dnnl
+    _, c, h, w = src.md.dims
+    _, _, oh, ow = odims
+    tag, groups, block = _blocks(plan, src, c)
+    fields = dict(groups=groups, block=block, h=h, w=w, oh=oh, ow=ow)
+    fields.update(kh=kernel[0], kw=kernel[1], sh=stride[0], sw=stride[1], pad_t=pads[0], pad_l=pads[1])
+    step = NONFINITE.step("ncnnc_maxpool", "ncnnc_maxpool_ctx *", fields)
+    src = plan.as_md(seg, src, dn.md(src.md.dims, tag))
+    out = plan.top(layer, dn.md(odims, tag))
+    src.last = plan.step
+    plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
+
+
+def _lines(plan: NativePlan, md, axis: int, strided: bool) -> dict:
+    """The softmax_fix geometry ([outer][groups][inner][block], nonfinite.c) of the lines along
+    ``axis`` of a dense descriptor: the axis-innermost one ``softmax`` makes (``strided``), a
+    plain or channels-last tag, or channel blocks. Unsupported for another."""
+    dims = md.dims
+    total, n = int(np.prod(dims)), dims[axis]
+    tag = None if strided else plan.tag_of(md)
+    if strided:
+        return dict(outer=total // n, groups=n, inner=1, block=1, n=n)
+    if tag in BLOCK:
+        b = BLOCK[tag]
+        groups = -(-dims[1] // b)
+        if axis == 1:
+            return dict(outer=dims[0], groups=groups, inner=int(np.prod(dims[2:])), block=b, n=n)
+        before, after = int(np.prod(dims[2:axis])), int(np.prod(dims[axis + 1 :]))
+        return dict(outer=dims[0] * groups * before, groups=n, inner=after * b, block=1, n=n)
+    if tag is None:
+        raise Unsupported("softmax over a layout the non-finite step cannot read")
+    inner = tag_strides(tag, dims)[axis]
+    return dict(outer=total // (inner * n), groups=n, inner=inner, block=1, n=n)
 
 
 def softmax(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
@@ -74,12 +142,19 @@ def softmax(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     for i in reversed(order):
         strides[i] = acc
         acc *= src.md.dims[i]
-    for md in (src.md, dn.md(src.md.dims, strides=strides)):
+    mds = [(src.md, False)] if plan.tag_of(src.md) is not None else []
+    for md, strided in mds + [(dn.md(src.md.dims, strides=strides), True)]:  # noqa: B007 - used after
         pd = dn.softmax(md, md, axis + 1)
         if not pd.impl.startswith("ref"):
             break
+    no_reference(pd)
+    # the lines holding NaN or inf, where oneDNN's softmax gives NaN, again by ncnn's rule
+    fix = NONFINITE.step("ncnnc_softmax_fix", "ncnnc_softmax_ctx *", _lines(plan, md, axis + 1, strided))
     src = plan.as_md(seg, src, md)
-    plan.run1(seg, pd, src, plan.top(layer, src.md))
+    out = plan.top(layer, src.md)
+    plan.run1(seg, pd, src, out)
+    src.last = plan.step
+    plan.add(seg, fix, [(dnnl_module().ARG_SRC, plan.mem(src)), (dnnl_module().ARG_DST, plan.mem(out))])
 
 
 def reduction(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
@@ -172,3 +247,13 @@ def interp_agrees(plan: NativePlan, layer, alg: str, size, osize, opt) -> bool:
     d.Runner(dn).run(steps, 1, [])
     tol = 0.0 if alg == "nearest" else 1e-5
     return bool(np.abs(got - want).max() <= tol * max(1.0, float(np.abs(want).max())))
+
+
+# the types this family builds (ops/__init__.py collects every family's)
+BUILDERS: dict[str, Builder] = {
+    "Pooling": pooling,
+    "Reduction": reduction,
+    "Softmax": softmax,
+    "LRN": lrn,
+    "Interp": interp,
+}

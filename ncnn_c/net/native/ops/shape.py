@@ -14,6 +14,7 @@ import numpy as np
 from ..plan import (
     BLOCK,
     PLAIN,
+    Builder,
     Make,
     NativePlan,
     Segment,
@@ -295,3 +296,18 @@ def permute(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     # the output seen in the input's axis order: input axis a has the stride of its place
     strides = [int(np.prod(oshape))] + [ostrides[axes.index(a)] for a in range(dims)]
     plan.copy(seg, src, plan.alias(out, dn.md(src.md.dims, strides=strides)))
+
+
+# the types this family builds (ops/__init__.py collects every family's; Reshape is
+# transformer's, which repeats a decoder's kv heads in it)
+BUILDERS: dict[str, Builder] = {
+    **dict.fromkeys(("Split", "Dropout", "Noop"), passthrough),
+    "Concat": concat,
+    "Flatten": reshape,
+    "ShuffleChannel": shufflechannel,
+    "Slice": slice_layer,
+    "Crop": crop,
+    "Padding": padding,
+    "Permute": permute,
+}
+DEFERRALS = (shuffled_concats,)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..plan import (
     PLAIN,
+    Builder,
     CSteps,
     Make,
     NativePlan,
@@ -39,6 +40,7 @@ from ..plan import (
     no_reference,
     skipped_types,
 )
+from .shape import reshape as plain_reshape
 
 log = logging.getLogger("ncnn_c")
 
@@ -125,18 +127,16 @@ def gemv(plan: NativePlan, seg: Segment, src, out, weight: np.ndarray, bias, alp
     """One step ``out = alpha * (weight @ src + bias)`` of the ``_llm`` GEMV: ``src`` a row of
     K values, ``weight`` (N, K) row-major, ``bias`` N values or None; each output is summed by
     one thread in one order. False (nothing added) where the extension is not built."""
-    got = kernels()
-    if got is None:
+    if kernels() is None:
         return False
-    ffi = got[0]
     n, k = weight.shape
     weight = np.ascontiguousarray(weight, np.float32)
     bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
     fields = {
         "n": n,
         "k": k,
-        "w": ffi.cast("const float *", weight.ctypes.data),
-        "bias": ffi.NULL if bias is None else ffi.cast("const float *", bias.ctypes.data),
+        "w": _STEPS.floats(weight),
+        "bias": _STEPS.floats(bias),
         "alpha": alpha,
     }
     step = _kernel("ncnnc_gemv", "ncnnc_gemv_ctx *", fields, (weight, bias))
@@ -157,16 +157,14 @@ def rmsnorm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     if layer.affine and (n != layer.affine_size or layer.gamma_data.size != n):
         raise Unsupported("affine_size does not match the blob")
     src = plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0])))
-    got = kernels()
-    if got is None:
+    if kernels() is None:
         raise Unsupported("the _llm extension is not built")
-    ffi = got[0]
     gamma = np.ascontiguousarray(layer.gamma_data, np.float32) if layer.affine else None
     fields = {
         "rows": _elements(shape) // n,
         "n": n,
         "eps": float(layer.eps),
-        "gamma": ffi.cast("const float *", gamma.ctypes.data) if gamma is not None else ffi.NULL,
+        "gamma": _STEPS.floats(gamma),
     }
     k = _kernel("ncnnc_rmsnorm", "ncnnc_rmsnorm_ctx *", fields, (gamma,))
     out = plan.top(layer, src.md)
@@ -283,3 +281,13 @@ def reshape(plain_reshape):
             plan.copy(seg, src, view)
 
     return build
+
+
+# the types this family builds (ops/__init__.py collects every family's)
+BUILDERS: dict[str, Builder] = {
+    "Gemm": gemm,
+    "RMSNorm": rmsnorm,
+    "RotaryEmbed": rotaryembed,
+    "Reshape": reshape(plain_reshape),
+}
+DEFERRALS = (repeated_heads,)

@@ -99,16 +99,16 @@ def forms(plan: NativePlan) -> dict[str, str]:
 
 
 def kernels():
-    """The ``_winograd`` extension (``.ffi``, ``.lib``), or None when it was not built (or
-    oneDNN, whose symbols it uses, cannot be loaded)."""
-    return _STEPS.extension()
+    """The ``_winograd`` extension's steps (``csteps.CSteps``), or None when it was not built
+    (or oneDNN, whose symbols it uses, cannot be loaded)."""
+    return _STEPS if _STEPS.loaded() else None
 
 
 def nhwc_lanes() -> int:
     """Channels per vector on nhwc, where any width works: the widest the CPU has (16 on
     AVX-512, else 8)."""
     mod = kernels()
-    return int(mod.lib.ncnnc_wino_lanes()) if mod is not None else 8
+    return int(mod.call("ncnnc_wino_lanes")) if mod is not None else 8
 
 
 def forced() -> int | None:
@@ -235,26 +235,20 @@ def _matmul(mod, dn, src, weights, dst):
     """The batched matmul of an item, created single-threaded (it runs inside the layer's
     parallel region) with a scratchpad the step gives it: the library's would be the
     primitive's own, shared by the threads that run it at once."""
-    d, lib = dnnl_module(), dn.lib
-    pa = dn.ffi.new("dnnl_primitive_attr_t *")
-    dn.check(lib.dnnl_primitive_attr_create(pa), "primitive_attr_create")
-    attr = dn.ffi.gc(pa[0], lib.dnnl_primitive_attr_destroy)
-    st = mod.lib.ncnnc_wino_user_scratchpad(mod.ffi.cast("void *", int(dn.ffi.cast("uintptr_t", attr))))
-    dn.check(st, "primitive_attr_set_scratchpad_mode")
-    p = dn.ffi.new("dnnl_primitive_desc_t *")
-    before = mod.lib.ncnnc_wino_set_threads(1)
+    before = mod.call("ncnnc_wino_set_threads", 1)
     try:
-        st = lib.dnnl_matmul_primitive_desc_create(
-            p, dn.engine, src.ptr, weights.ptr, dn.ffi.NULL, dst.ptr, attr
-        )
+        return dn.matmul(src, weights, dst, user_scratchpad=True)
     finally:
-        mod.lib.ncnnc_wino_set_threads(before)
-    dn.check(st, "matmul_primitive_desc_create")
-    return d.PD(dn, dn.ffi.gc(p[0], lib.dnnl_primitive_desc_destroy))
+        mod.call("ncnnc_wino_set_threads", before)
 
 
-# the activations the output transform applies: (ncnnc_wino.act, a0, a1)
-_FUSED = {"relu": lambda a, b: (1, a, 0.0), "clip_v2": lambda a, b: (2, a, b)}
+# the activations the output transform applies: (ncnnc_wino.act, a0, a1), or None; elu with
+# alpha 0 is the plan's ReLU (eltwise.relu_op), another elu is not
+_FUSED = {
+    "relu": lambda a, b: (1, a, 0.0),
+    "elu": lambda a, b: (1, 0.0, 0.0) if a == 0.0 else None,
+    "clip_v2": lambda a, b: (2, a, b),
+}
 
 
 def convolution(
@@ -312,9 +306,10 @@ def convolution(
         bias_p[:oc] = bias
     fused = (0, 0.0, 0.0)
     rest = list(acts)
-    if rest and rest[0][0] in _FUSED:
-        alg, a0, a1 = rest.pop(0)
-        fused = _FUSED[alg](a0, a1)
+    own = _FUSED[rest[0][0]](*rest[0][1:]) if rest and rest[0][0] in _FUSED else None
+    if own is not None:
+        rest.pop(0)
+        fused = own
 
     after = None
     if rest:  # an activation the output transform does not apply: one eltwise primitive
@@ -323,10 +318,9 @@ def convolution(
         if after.impl.startswith("ref"):
             return False  # (a padded blocked layout) the direct kernel takes them as post-ops
 
-    ffi, lib = mod.ffi, mod.lib
     nhwc = tag == "acdb"
     # the thread count of the layer's steps is OpenMP's while it is built (executor.py)
-    slots = max(1, int(lib.ncnnc_wino_threads()))
+    slots = max(1, int(mod.call("ncnnc_wino_threads")))
     chunk, ng = split(tiles, kp, np_, n, lanes, slots)
     chunks, groups = -(-tiles // chunk), np_ // ng
     chunk = -(-tiles // chunks)  # the last one padded by fewer tiles (they read zeros, write nothing)
@@ -336,11 +330,11 @@ def convolution(
     mmd = dn.md((n * n, chunk, ng), "abc")
     mm = _matmul(mod, dn, vmd, dn.md((n * n, kp, ng), "any"), mmd)
     no_reference(mm)
-    before = lib.ncnnc_wino_set_threads(1)
+    before = mod.call("ncnnc_wino_set_threads", 1)
     try:
         matmul = mm.primitive()
     finally:
-        lib.ncnnc_wino_set_threads(before)
+        mod.call("ncnnc_wino_set_threads", before)
     umd = mm.md("weights", (n * n, kp, ng))
     upacked: list = []
     keep_u: tuple = ()
@@ -362,33 +356,33 @@ def convolution(
     runners = [d.Runner(dn) for _ in range(slots)]
 
     def addrs(handles):
-        return ffi.new("void *[]", [ffi.cast("void *", int(dn.ffi.cast("uintptr_t", h))) for h in handles])
+        return mod.pointers([dn.address(h) for h in handles])
 
     ptrs = {
         "u": addrs(m.ptr for m in upacked),
         "streams": addrs(r.stream for r in runners),
         "v": addrs(m.ptr for m in vmems),
         "m": addrs(m.ptr for m in mmems),
-        "sp": addrs(m.ptr for m in spmems) if spmems else ffi.NULL,
+        "sp": addrs(m.ptr for m in spmems) if spmems else mod.null,
     }
     geometry_c = dict(
         m=m, lanes=lanes, c=c, h=h, w=w, kp=kp, oc=oc, oh=oh, ow=ow, np=ng, pad_t=pad_t, pad_l=pad_l,
         sb=lanes if nhwc else h * w * lanes, sp=c if nhwc else lanes,
         db=lanes if nhwc else oh * ow * lanes, dp=oc if nhwc else lanes, zero_pad=int(not nhwc),
         tiles_w=tiles_w, tile0=0, tiles=chunk, act=fused[0], a0=fused[1], a1=fused[2],
-        bias=ffi.cast("const float *", bias_p.ctypes.data),
+        bias=mod.cast("const float *", bias_p.ctypes.data),
     )  # fmt: skip
-    ctx = ffi.new(
+    ctx = mod.new(
         "ncnnc_wino_layer *",
         dict(
             w=geometry_c, chunks=chunks, groups=groups, slots=slots, vfloats=vfloats, mfloats=mfloats,
             slot_floats=slot_floats,
-            matmul=ffi.cast("void *", int(dn.ffi.cast("uintptr_t", matmul))), **ptrs,
+            matmul=mod.cast("void *", dn.address(matmul)), **ptrs,
         ),
     )  # fmt: skip
-    fn = int(ffi.cast("uintptr_t", ffi.addressof(lib, "ncnnc_wino_run")))
+    fn = mod.address("ncnnc_wino_run")
     keep = (ctx, bias_p, matmul, upacked, vmems, mmems, spmems, runners, ptrs, *keep_u)
-    step = d.Kernel(fn, int(ffi.cast("uintptr_t", ctx)), keep)
+    step = d.Kernel(fn, mod.address(ctx), keep)
 
     want = dn.md(sdims, tag)
     src = plan.as_dims(seg, plan.value(seg, bottom, want), sdims)
