@@ -17,7 +17,6 @@ from typing import Protocol
 
 import numpy as np
 
-from .._native.blas import single_threaded as single_threaded_blas
 from ..mat import Mat
 from ..option import Option
 from .reference import needs_unpack, unpack_fp32
@@ -225,12 +224,10 @@ class Extractor:
         try:
             if state.mats[index] is None:
                 ret: int | None = None
-                # our kernels split large products over their own pool (see _native.blas)
-                with single_threaded_blas():
-                    for executor in self._executors:
-                        ret = executor.extract(state, index, opt)
-                        if ret is not None:
-                            break
+                for executor in self._executors:
+                    ret = executor.extract(state, index, opt)
+                    if ret is not None:
+                        break
                 if ret != 0:
                     if not self._stale("extract") and not self._view.weights_loaded:
                         log.error(

@@ -16,6 +16,7 @@ import logging
 
 import numpy as np
 
+from .._native.blas import single_threaded as single_threaded_blas
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
@@ -61,8 +62,12 @@ class ReferenceExecutor:
         self._view = view
 
     def extract(self, state: BlobState, index: int, opt: Option) -> int:
-        """The Executor protocol: the contract's walk with this executor's ``forward``."""
-        return walk(self._view, state, index, opt, self.forward)
+        """The Executor protocol: the contract's walk with this executor's ``forward``. Our
+        kernels split large products over their own pool, so BLAS runs on one thread here
+        (``_native.blas``; not around the Vulkan executor's CPU layers, as before: a process
+        forked after touching OpenBLAS's thread settings hangs at exit)."""
+        with single_threaded_blas():
+            return walk(self._view, state, index, opt, self.forward)
 
     # -- one layer ------------------------------------------------------------------------------
     @staticmethod

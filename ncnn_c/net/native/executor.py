@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ..._native.blas import single_threaded as single_threaded_blas
 from ..._native.onednn import release_code
 from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
@@ -84,14 +85,6 @@ class _PlanSlot:
         self.key = None
 
 
-def _nan_or_inf(m: Mat) -> bool:
-    """Whether a given input holds NaN or +inf (-inf is a mask's, as meant)."""
-    if m.empty() or m.elemsize // max(1, m.elempack) not in (2, 4):
-        return False
-    a = np.asarray(m.numpy())
-    return bool(np.isnan(a).any() or np.isposinf(a).any())
-
-
 class NativeExecutor:
     """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
     records one (on the reference executor) when there is none, or returns None when the
@@ -118,7 +111,12 @@ class NativeExecutor:
 
     def extract(self, state: BlobState, index: int, opt: Option) -> int | None:
         """Compute blob ``index`` with the native plan of this input shape: its return code,
-        or None when the numpy path must run."""
+        or None when the numpy path must run. BLAS on one thread, as the numpy layers'
+        (``ReferenceExecutor.extract``)."""
+        with single_threaded_blas():
+            return self._extract(state, index, opt)
+
+    def _extract(self, state: BlobState, index: int, opt: Option) -> int | None:
         view = self._view
         if state.partial:
             key = state.slot(SLOT, _PlanSlot).key
@@ -260,13 +258,10 @@ class NativeExecutor:
         for i, m in inputs.items():
             if state.mats[i] is None:
                 state.mats[i] = m
-        if not all(np.isfinite(refs[o]).all() for o in outputs if o in refs) or any(
-            _nan_or_inf(m) for m in inputs.values()
-        ):
-            # nothing to check a plan against: build one with the next (finite) input. A NaN
-            # or +inf input can come out finite (ncnn's Softmax turns NaN lines into zeros),
-            # which says nothing of the layers before; a causal mask's -inf is an input as
-            # meant, checked cell by cell
+        if not all(np.isfinite(refs[o]).all() for o in outputs if o in refs):
+            # nothing to check a plan against: build one with the next (finite) input; a
+            # non-finite blob inside (a causal mask's -inf) is checked cell by cell. (The
+            # inputs are not judged: an elemsize-4 Mat may hold int32 values, a Dequantize's)
             return 0
         name = view.blobs[index].name
         # blobs whose shapes differ from the family's last recording: a shape-loose plan
