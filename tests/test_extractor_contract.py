@@ -3,7 +3,7 @@ blob alone and random sequences of extracts, light mode on and off, a fresh Net 
 first extract) and a shared one (later extracts), for every network under models/
 (tests/contract.py says what is compared). The main run samples a few networks per
 executor and a few blobs each; the slow run takes every network on the CPU executors and
-nine small ones on Vulkan, with every blob of a network of up to WHOLE_SINGLES blobs and a
+all but the heavy ones and the decoders on Vulkan, with every blob of a network of up to WHOLE_SINGLES blobs and a
 seeded WHOLE_SINGLES of a larger one (docs/design.md says why not all).
 
 The regressions it was written for, kept as named tests: SqueezeNet's pool10 came back as
@@ -42,20 +42,11 @@ MAIN = {
 }
 
 
-# on lavapipe (two CPU cores running the shaders) a large network's blobs would take the
-# slow run past its half hour: Vulkan takes the "whole" of these, a sample of VULKAN_SAMPLE
-VULKAN_SAMPLE = {"mobilenet_ssd", "efficientnetv2_b0", "resnet18_int8", "yolov4-tiny", "PP_OCRv5_mobile_det"}
-VULKAN_WHOLE = {
-    "squeezenet_real",
-    "mobilenet",
-    "shufflenet",
-    "blazeface",
-    "FastestDet",
-    "yolo-fastest-1.1",
-    "yolo-fastestv2",
-    "nanodet_m",
-    "squeezenet_int8",
-}
+# on lavapipe (two CPU cores running the shaders) the heavy networks (VGG16, AlexNet, the
+# ViT, the large int8 ones) and the decoders' every blob would take the slow run past its
+# half hour: Vulkan takes the "whole" of every other network, a sample of the decoder
+VULKAN_SAMPLE = {"qwen3_2layer_empty_caches"}
+VULKAN_WHOLE = {n for n, net in NETS.items() if not net.slow and not n.startswith("qwen3")}
 
 
 # the slow run's "whole": every blob of a network of up to this many blobs alone, a seeded

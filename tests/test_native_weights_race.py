@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import MODELS
 from oracle import assert_close
 from test_native_plan import _net
 
@@ -222,3 +223,40 @@ def test_threads_extracting_new_sizes_on_one_net():
 @pytest.mark.slow
 def test_threads_extracting_new_sizes_on_one_net_long():
     _stress(rounds=150, budget_s=400.0)
+
+
+def test_two_threads_decoding_one_llm_net_keep_its_plans(tmp_path, caplog):
+    """Issue 28: two threads decoding one decoder net made a plan build fail ("Tile
+    'expand_337': a 4-D blob") and that key stayed numpy. Each thread's decode steps, on one
+    Net: no build may fail, no key may be given up, and both threads get the same logits as
+    one thread alone."""
+    from ncnn_c.tools.bench import LLMSpec, llm_generate, load_llm
+    from ncnn_c.tools.randbin import random_weights
+
+    param = str(MODELS / "llm" / "qwen3_0.6b_2layer_decoder.ncnn.param")
+    weights = tmp_path / "d.bin"
+    weights.write_bytes(random_weights(param, seed=0))
+    spec = LLMSpec(param)
+    alone = llm_generate(ncnn_c, load_llm(ncnn_c, param, str(weights), "cpu", 1)[0], None, spec, 16, 4)[0]
+    decoder, _ = load_llm(ncnn_c, param, str(weights), "cpu", 1)
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def decode(i: int) -> None:
+        try:
+            results[i] = llm_generate(ncnn_c, decoder, None, spec, 16, 4)[0]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    with caplog.at_level("WARNING", logger="ncnn_c"):
+        threads = [threading.Thread(target=decode, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert "cannot build" not in caplog.text and "differs from the numpy layers" not in caplog.text
+    assert not decoder._view.native_plans.failed
+    for i in range(2):
+        for a, b in zip(results[i], alone, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
