@@ -324,6 +324,12 @@ class Tally:
     unchecked: int = 0
     failures: list[str] = field(default_factory=list)
 
+    def judge(self, where: str, why: str | None) -> bool:
+        """True when there is nothing wrong (``why`` None), else the failure noted."""
+        if why:
+            self.failures.append(f"{where}: {why}")
+        return not why
+
     def __iadd__(self, other: Tally) -> Tally:
         self.equal += other.equal
         self.refused_as_ncnn += other.refused_as_ncnn
@@ -384,9 +390,7 @@ def compare(
                     why = _same(net, name, got, base[1], tol)
                 elif truth.get(name) is not None and got.shape != truth[name].shape:
                     why = f"shape {got.shape} against ncnn's {truth[name].shape}"
-                if why:
-                    t.failures.append(f"{where}: {why}")
-                else:
+                if t.judge(where, why):
                     t.equal += 1
                 continue
             if tret == 0 and ref is None and ret == 0 and got is None:
@@ -395,11 +399,7 @@ def compare(
             if tret == 0 and ref is not None:
                 if ret != 0 or got is None:
                     t.failures.append(f"{where}: ret {ret} where ncnn returned 0")
-                    continue
-                why = _same(net, name, got, ref, tol)
-                if why:
-                    t.failures.append(f"{where}: {why}")
-                else:
+                elif t.judge(where, _same(net, name, got, ref, tol)):
                     t.equal += 1
                 continue
             if ret != 0:
@@ -412,10 +412,7 @@ def compare(
             if got is None or true is None:
                 t.failures.append(f"{where}: ret 0 where ncnn refused ({tret}) and no true value to check")
                 continue
-            why = _same(net, name, got, true, tol)
-            if why:
-                t.failures.append(f"{where}: where ncnn refused ({tret}): {why}")
-            else:
+            if t.judge(f"{where}: where ncnn refused ({tret})", _same(net, name, got, true, tol)):
                 t.true_where_ncnn_refused += 1
     return t
 
