@@ -237,24 +237,18 @@ class NativeExecutor:
                             consts[t] = np.array(m.numpy(), dtype=np.float32, copy=True)
             return ret
 
-        done: dict[int, Mat] = {}
         for o in outputs:
-            # what the recording hands out must survive the later outputs' numpy layers: an
-            # in-place reader (the Softmax after pool10) copies it first, as plan.run does
+            # what the recording hands out must survive the later outputs' numpy layers (light
+            # mode's release, an in-place reader: the Softmax after pool10), as plan.run does
             state.pending[o] += 1
         for o in outputs:
             if state.mats[o] is None:
                 ret = walk(view, state, o, opt, step)
                 if ret != 0:
                     return ret
-            m = state.mats[o]
-            if m is None:
+            if state.mats[o] is None:
                 return -1
-            done[o] = m
-        # a later output's numpy layers may have released an earlier one (light mode, in
-        # place) and the extra outputs computed here must not cost a later extract its inputs
-        for o, m in done.items():
-            state.mats[o] = m
+        # the extra outputs computed here must not cost a later extract its inputs
         for i, m in inputs.items():
             if state.mats[i] is None:
                 state.mats[i] = m
