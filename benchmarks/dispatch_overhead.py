@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from vs_ncnn import discover, load_net, model_shapes  # noqa: E402
 
 import ncnn_c  # noqa: E402
-from ncnn_c.net.vulkan_forward import _Segment  # noqa: E402
+from ncnn_c.net.vulkan.forward import _Segment  # noqa: E402
 from ncnn_c.tools.bench import lib_mats, make_inputs, run_once  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def measure(model, loops: int) -> dict:
             if i >= 2:  # the first runs record (and warm the driver)
                 times[name].append(time.perf_counter() - t0)
     dispatches = segments = 0
-    for recs in nets["replay"]._view.replays._roots.values():
+    for recs in nets["replay"]._vulkan.replays._roots.values():
         stack = list(recs[:1])
         while stack:
             rec = stack.pop()

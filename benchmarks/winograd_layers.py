@@ -58,7 +58,7 @@ def segment(c: int, oc: int, h: int, w: int, form: str, threads: int, tmp: Path)
         ex.input("data", x)
         if ex.extract("out")[0] != 0:
             raise SystemExit("winograd_layers: extract failed")
-    plans = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    plans = [p for ps in net._native.plans._plans.values() for p in ps]
     if len(plans) != 1 or any(s.steps is None for s in plans[0].segments):
         raise SystemExit("winograd_layers: the network is not one native segment")
     plan = plans[0]

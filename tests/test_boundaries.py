@@ -160,6 +160,24 @@ def test_cpu_modules_do_not_import_the_gpu_package():
     assert offenders == []
 
 
+def test_the_net_reaches_the_gpu_through_one_module():
+    # net/ reaches ncnn_c.gpu and layer/vulkan only through net/vulkan/api.py (the GpuApi
+    # tests replace): no other module of the net, lazily or not, and so neither core.py
+    door = ROOT / "net" / "vulkan" / "api.py"
+    net_files = [p for p in _py_files(ROOT / "net") if p != door]
+    assert any(p.name == "core.py" for p in net_files)
+    offenders = sorted(
+        {
+            f"{p.relative_to(ROOT)}: {module}"
+            for p in net_files
+            for module, _node in _imported_modules(p)
+            if _is_gpu(module) or module == "ncnn_c.layer.vulkan" or module.startswith("ncnn_c.layer.vulkan.")
+        }
+    )
+    assert offenders == []
+    assert any(_is_gpu(m) for m, _ in _imported_modules(door))
+
+
 def test_cpu_only_packages_never_reach_the_gpu():
     offenders = sorted(
         {

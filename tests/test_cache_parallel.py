@@ -14,6 +14,7 @@ from _warm_child import spawn as child
 from conftest import MODELS
 
 import ncnn_c as ncnn
+from ncnn_c.net.vulkan.load import pipeline_threads
 
 pytestmark = pytest.mark.gpu
 
@@ -256,28 +257,31 @@ def test_first_failing_layer_in_order_is_reported(probe, caplog, threads):
 
 
 def test_heuristic_and_overrides(monkeypatch, caplog):
+    def threads_for(net, gpu_layers: int) -> int:
+        return pipeline_threads(net.vulkan_device(), net.pipeline_threads, gpu_layers)
+
     net = ncnn.Net()
     net.opt.use_vulkan_compute = True
-    assert net._acquire_vkdev() is not None
+    assert net._vulkan.device.acquire(net.opt) is not None
     monkeypatch.delenv("NCNN_C_PIPELINE_THREADS", raising=False)
     info = net.vulkan_device().info
     cores = os.cpu_count() or 1
     # lavapipe (a CPU device): 2 threads at most, it competes for the cores it runs on
     if int(info.physical_device_type) == 4:
-        assert net._pipeline_threads(50) == min(2, cores)
+        assert threads_for(net, 50) == min(2, cores)
     else:
-        assert net._pipeline_threads(50) == min(8, cores)
-    assert net._pipeline_threads(3) == 1  # too few GPU layers to be worth a pool
+        assert threads_for(net, 50) == min(8, cores)
+    assert threads_for(net, 3) == 1  # too few GPU layers to be worth a pool
     net.pipeline_threads = 6
-    assert net._pipeline_threads(50) == 6
-    assert net._pipeline_threads(3) == 3  # never more threads than layers
-    assert net._pipeline_threads(0) == 1
+    assert threads_for(net, 50) == 6
+    assert threads_for(net, 3) == 3  # never more threads than layers
+    assert threads_for(net, 0) == 1
     net.pipeline_threads = None
     monkeypatch.setenv("NCNN_C_PIPELINE_THREADS", "5")
-    assert net._pipeline_threads(50) == 5
+    assert threads_for(net, 50) == 5
     monkeypatch.setenv("NCNN_C_PIPELINE_THREADS", "many")
     with caplog.at_level(logging.WARNING, logger="ncnn_c"):
-        n = net._pipeline_threads(50)
+        n = threads_for(net, 50)
     assert "NCNN_C_PIPELINE_THREADS" in caplog.text
     assert n == min(2 if int(info.physical_device_type) == 4 else 8, cores)
 
@@ -290,15 +294,15 @@ def test_heuristic_and_overrides(monkeypatch, caplog):
 
     monkeypatch.delenv("NCNN_C_PIPELINE_THREADS", raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 16)
-    net._vkdev = _Dev()
-    assert net._pipeline_threads(50) == 8
-    assert net._pipeline_threads(3) == 1
+    net._vulkan.device.vkdev = _Dev()
+    assert threads_for(net, 50) == 8
+    assert threads_for(net, 3) == 1
     monkeypatch.setattr("os.cpu_count", lambda: 1)
-    assert net._pipeline_threads(50) == 1
+    assert threads_for(net, 50) == 1
     # a CPU device (lavapipe) never gets more than 2, however many cores
     _Info.physical_device_type = 4
     monkeypatch.setattr("os.cpu_count", lambda: 16)
-    assert net._pipeline_threads(50) == 2
+    assert threads_for(net, 50) == 2
 
 
 def test_concurrent_requests_for_one_pipeline_build_it_once():

@@ -98,7 +98,7 @@ def test_option_sets_never_share_spirv_they_should_not(vkdev):
     for name, flags in (("fp32", fp32), ("fp16s", fp16)):
         for k, v in GPU_GRID[name].items():
             setattr(flags, k, v)
-    from ncnn_c.net.vulkan_forward import mask_device_features
+    from ncnn_c.net.vulkan.api import mask_device_features
 
     mask_device_features(fp32, vkdev)
     mask_device_features(fp16, vkdev)

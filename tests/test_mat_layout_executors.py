@@ -85,10 +85,10 @@ def test_plan_reads_a_dense_channel_mat(kind, recorded_with):
     net = _net()
     first = ncnn_c.Mat(x) if recorded_with == "ordinary" else _dense(kind, x)
     recorded = _run(net, first)  # the numpy path, recorded
-    assert net._view.native_plans.built == 1
+    assert net._native.plans.built == 1
     plain = _run(net, ncnn_c.Mat(x))  # the plan
     dense = _run(net, _dense(kind, x))  # the plan, the same shape key
-    assert net._view.native_plans.built == 1 and len(net._view.native_plans) == 1
+    assert net._native.plans.built == 1 and len(net._native.plans) == 1
     net.native_plan = False
     numpy_dense = _run(net, _dense(kind, x))
     assert_close(plain, recorded, 1e-5, "plan (ordinary Mat) vs numpy")
@@ -139,7 +139,7 @@ def test_plan_reads_a_numpy_layers_dense_channel_output():
         return np.array(out).copy()
 
     recorded = run()  # numpy, recorded
-    plans = net._view.native_plans
+    plans = net._native.plans
     assert plans.built == 1
     plan = plans.take(next(iter(plans._plans)))
     assert plan is not None and plan.native_layers >= 1  # the convolution is native
@@ -191,7 +191,7 @@ GUARD_CHILD = textwrap.dedent(
         return np.array(out).copy()
 
     ref = run(ncnn_c.Mat(x))  # numpy, recorded
-    assert net._view.native_plans.built == 1
+    assert net._native.plans.built == 1
     got = run(view)  # the plan
     err = float(np.abs(got - ref).max())
     print("max abs error", err)

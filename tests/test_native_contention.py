@@ -109,7 +109,7 @@ def test_a_busy_machine_runs_a_one_thread_plan_then_two_again(load, caplog):
     net = ncnn_c.Net()
     net.opt.num_threads = 2
     assert net.load_param(SQUEEZE[0]) == 0 and net.load_model(SQUEEZE[1]) == 0
-    plans = net._view.native_plans
+    plans = net._native.plans
     x = _x(3)
     quiet = [run(net, x) for _ in range(2)]  # records the two-thread plan, runs it
     assert plans.built == 1

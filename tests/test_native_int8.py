@@ -76,7 +76,7 @@ def _extract(net, inp: str, x: np.ndarray, names: list[str]) -> list[np.ndarray]
 
 
 def _only_plan(net):
-    plans = net._view.native_plans
+    plans = net._native.plans
     assert len(plans) == 1
     (plan,) = next(iter(plans._plans.values()))
     return plan

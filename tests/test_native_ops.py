@@ -106,7 +106,7 @@ def check(
         return outs
 
     numpy_result = run()
-    plans = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    plans = [p for ps in net._native.plans._plans.values() for p in ps]
     assert len(plans) == 1, "no plan was built"
     plan = plans[0]
     numpy_segments = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
@@ -402,7 +402,7 @@ def test_unary_round_halves_to_even(tmp_path):
         ret, out = ex.extract("out")
         assert ret == 0
         assert np.array_equal(np.array(out).reshape(-1), np.rint(x).reshape(-1))
-    assert len(net._view.native_plans) == 1
+    assert len(net._native.plans) == 1
 
 
 # -- deconvolution ----------------------------------------------------------------------------

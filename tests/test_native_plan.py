@@ -58,8 +58,8 @@ def test_squeezenet_plan_matches_numpy_and_the_oracle():
     net = _net()
     x = _x()
     first = _run(net, x)  # numpy, recorded
-    assert len(net._view.native_plans) == 1
-    plan = native.NativePlans.take(net._view.native_plans, next(iter(net._view.native_plans._plans)))
+    assert len(net._native.plans) == 1
+    plan = native.NativePlans.take(net._native.plans, next(iter(net._native.plans._plans)))
     assert plan is not None and plan.native_layers == len(
         net._view.plan(net.find_blob_index_by_name("prob")).order
     )
@@ -87,7 +87,7 @@ def test_a_new_input_shape_records_a_new_plan_and_both_stay():
     net = _net()
     a, b = _x(2, (3, 227, 227)), _x(3, (3, 160, 160))
     ref_a, ref_b = _run(net, a), _run(net, b)
-    assert len(net._view.native_plans) == 2
+    assert len(net._native.plans) == 2
     assert_close(_run(net, a), ref_a, 1e-5)
     assert_close(_run(net, b), ref_b, 1e-5)
 
@@ -97,17 +97,17 @@ def test_plans_are_bounded_and_dropped_with_the_weights(monkeypatch):
     net = _net()
     for size in (64, 80, 96):
         _run(net, _x(size, (3, size, size)))
-    assert len(net._view.native_plans._plans) == 2
+    assert len(net._native.plans._plans) == 2
     x = _x(4)
     _run(net, x)
-    plan = net._view.native_plans
+    plan = net._native.plans
     assert len(plan) >= 1
     assert net.load_model(SQUEEZE[1]) == 0  # load_model again: new weights, no old plans
-    assert len(net._view.native_plans) == 0
+    assert len(net._native.plans) == 0
     before = _run(net, x)
-    assert len(net._view.native_plans) == 1
+    assert len(net._native.plans) == 1
     net.clear()
-    assert len(net._view.native_plans) == 0
+    assert len(net._native.plans) == 0
     del before
 
 
@@ -117,7 +117,7 @@ def test_changed_options_record_anew():
     _run(net, x)
     net.opt.num_threads = 1
     _run(net, x)
-    assert len(net._view.native_plans) == 2
+    assert len(net._native.plans) == 2
 
 
 def test_switched_off_per_net():
@@ -126,7 +126,7 @@ def test_switched_off_per_net():
     x = _x(6)
     _run(net, x)
     _run(net, x)
-    assert len(net._view.native_plans) == 0
+    assert len(net._native.plans) == 0
 
 
 def test_non_finite_first_input_builds_no_plan_yet():
@@ -136,9 +136,9 @@ def test_non_finite_first_input_builds_no_plan_yet():
     bad = _x(7)
     bad[0, 0, 0] = np.nan
     assert np.isnan(_run(net, bad, "pool10")).any()
-    assert len(net._view.native_plans) == 0 and not net._view.native_plans.failed
+    assert len(net._native.plans) == 0 and not net._native.plans.failed
     _run(net, _x(8), "pool10")
-    assert len(net._view.native_plans) == 1
+    assert len(net._native.plans) == 1
 
 
 def test_threads_sharing_a_net_get_their_own_plan_instances():
@@ -160,7 +160,7 @@ def test_threads_sharing_a_net_get_their_own_plan_instances():
     for t in ts:
         t.join()
     assert not errors, errors[0]
-    assert 1 <= len(net._view.native_plans) <= native.INSTANCES
+    assert 1 <= len(net._native.plans) <= native.INSTANCES
 
 
 def test_outputs_come_from_the_blob_allocator():
@@ -203,7 +203,7 @@ def test_a_layer_without_a_native_form_splits_the_plan(tmp_path):
     ref = _run(net, x, "out")
     got = _run(net, x, "out")
     assert_close(got, ref, 1e-5)
-    (plan,) = next(iter(net._view.native_plans._plans.values()))
+    (plan,) = next(iter(net._native.plans._plans.values()))
     assert plan.native_layers == 2 and len(plan.segments) == 3
     ret, oracle = run_ncnn(param + "\n", (tmp_path / "m.bin").read_bytes(), [x], 1, ["data"], ["out"])
     assert ret == 0
@@ -218,7 +218,7 @@ def test_fp32_flags_of_the_oracle_run_native_too():
     x = _x(12)
     _run(net, x)
     _run(net, x)
-    assert len(net._view.native_plans) == 1
+    assert len(net._native.plans) == 1
 
 
 # the layers of each benchmark network that stay numpy in its plan: detection heads (NMS and
@@ -250,7 +250,7 @@ def test_benchmark_networks_run_natively(model, monkeypatch):
     _inputs, outputs = parse_param(BENCH / f"{model}.param")
     # numpy (recorded, the plan checked against it), then the plan
     net, results = _outputs_at(model, 1, runs=2)
-    (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    (plan,) = [p for ps in net._native.plans._plans.values() for p in ps]
     numpy_layers = [plan.layers[s.layer].type for s in plan.segments if s.layer >= 0]
     assert numpy_layers == NUMPY_LAYERS.get(model, [])
     for (name, typ), got, ref in zip(outputs, results[1], results[0], strict=True):
@@ -272,7 +272,7 @@ def test_a_chain_of_tiny_layers_is_one_native_segment():
     x = np.array([-2.0, -0.5, 0.5, 3.0], np.float32)
     ref = _run(net, x, "b30", "b0")
     got = _run(net, x, "b30", "b0")
-    (plan,) = next(iter(net._view.native_plans._plans.values()))
+    (plan,) = next(iter(net._native.plans._plans.values()))
     assert plan.native_layers == 30 and len(plan.segments) == 1
     np.testing.assert_allclose(got, ref, rtol=1e-6)
 
@@ -283,7 +283,7 @@ def test_shapes_that_change_on_every_extract_stop_recording(monkeypatch):
     the net records no more (the numpy layers run, correctly)."""
     monkeypatch.setattr(native.plan, "CAPACITY", 2)
     net = _net()
-    plans = net._view.native_plans
+    plans = net._native.plans
     sizes = list(range(64, 64 + 8 * (2 + native.plan.WASTED_LIMIT + 2), 8))
     for size in sizes:
         _run(net, _x(size, (3, size, size)))
@@ -380,7 +380,7 @@ def test_load_model_on_another_thread_never_mixes_weights(caplog):
     # the plans made in the race went with their weights: the next ones have today's
     for _ in range(3):
         assert_close(_run(net, _x(5)), real, 1e-5, "after the race")
-    assert len(net._view.native_plans) >= 1 and not net._view.native_plans.failed
+    assert len(net._native.plans) >= 1 and not net._native.plans.failed
 
 
 def test_clear_and_load_again_on_another_thread(caplog):
@@ -566,7 +566,7 @@ def test_inner_product_sums_in_one_order_at_any_thread_count(k, n):
         assert net.load_model_mem(np.concatenate([np.zeros(1, np.float32), w]).tobytes()) == 0
         _run(net, x, "out", "data")
         outs.append(_run(net, x, "out", "data"))
-        assert len(net._view.native_plans) == 1
+        assert len(net._native.plans) == 1
     ref = np.maximum(w[: k * n].reshape(n, k).astype(np.float64) @ x + w[k * n :], 0)
     assert_close(outs[0], ref.astype(np.float32), 1e-5, "against float64")
     for threads, o in zip((2, 3, 4, 8), outs[1:], strict=True):

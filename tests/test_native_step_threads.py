@@ -46,7 +46,7 @@ def _squeezenet(n: int):
 
     run()
     out = run()
-    (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    (plan,) = [p for ps in net._native.plans._plans.values() for p in ps]
     return out, plan, run
 
 

@@ -141,9 +141,9 @@ def test_decode_steps_share_one_shape_loose_plan(tmp_path):
             outs.append(hidden)
             past += cur
             if native and step == 3:
-                built = decoder._view.native_plans.built
+                built = decoder._native.plans.built
         if native:
-            plans = decoder._view.native_plans
+            plans = decoder._native.plans
             assert plans.built == built, "a decode step recorded a plan after the shape-loose one"
             loose = [p for k, ps in plans._plans.items() if k[-1] == "loose" for p in ps]
             assert len(loose) == 1 and loose[0].dynamic

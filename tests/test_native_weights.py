@@ -42,7 +42,7 @@ def _winograd_layers(net) -> set[str]:
     """The layers the net's plans run as Winograd (their transformed weights are no copy)."""
     from ncnn_c.net.native.ops import winograd
 
-    plans = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    plans = [p for ps in net._native.plans._plans.values() for p in ps]
     return {name for p in plans for name, form in winograd.forms(p).items() if form != "direct"}
 
 
@@ -102,7 +102,7 @@ def test_dropped_plans_leave_restorable_weights(monkeypatch):
     x, y = _x(3), _x(4, (3, 231, 229))
     _run(net, x)
     _run(net, y)  # x's plan leaves the LRU; the layers are parked behind y's
-    assert len(net._view.native_plans) == 1 and _parked(net)
+    assert len(net._native.plans) == 1 and _parked(net)
     assert_close(_run(net, x), _run(_numpy_net(), x), 1e-5, "native vs numpy")
     net.clear()
     assert net.load_param(SQUEEZE[0]) == 0 and net.load_model(SQUEEZE[1]) == 0

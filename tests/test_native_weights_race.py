@@ -199,7 +199,7 @@ def _round(seed: int) -> None:
         assert ret == 0, f"seed {seed}: size {size} fails after the threaded run"
         assert_close(out, _reference(size), 1e-5, f"seed {seed} size {size}")
     # the build side: no convolution was left to numpy by a park under way
-    plans = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    plans = [p for ps in net._native.plans._plans.values() for p in ps]
     assert plans
     for plan in plans:
         numpy_layers = [plan.layers[s.layer].name for s in plan.segments if s.layer >= 0]
@@ -256,7 +256,7 @@ def test_two_threads_decoding_one_llm_net_keep_its_plans(tmp_path, caplog):
             t.join()
     assert not errors, errors
     assert "cannot build" not in caplog.text and "differs from the numpy layers" not in caplog.text
-    assert not decoder._view.native_plans.failed
+    assert not decoder._native.plans.failed
     for i in range(2):
         for a, b in zip(results[i], alone, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

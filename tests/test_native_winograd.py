@@ -310,7 +310,7 @@ def test_networks_through_the_plan(model):
             for (name, _), a in zip(inputs, arrays, strict=True):
                 assert ex.input(name, ncnn_c.Mat(a)) == 0
             got = [np.array(ex.extract(n)[1].numpy(), copy=True) for n in names]
-    (plan,) = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    (plan,) = [p for ps in net._native.plans._plans.values() for p in ps]
     assert "winograd63" in winograd.forms(plan).values() or "winograd43" in winograd.forms(plan).values()
     for (name, typ), g_out, r_out in zip(outputs, got, ref, strict=True):
         if typ in tn.DETECTION_TYPES:

@@ -19,7 +19,7 @@ import pytest
 
 import ncnn_c
 import ncnn_c.net.parse as parse_mod
-import ncnn_c.net.vulkan_forward as vkf_mod
+import ncnn_c.net.vulkan.api as vkf_mod
 from ncnn_c.datareader import DataReader, DataReaderFromEmpty, DataReaderFromMemory
 from ncnn_c.layer import CUSTOM_BIT, LAYER_TYPES, Layer, create_layer_cpu, layer_to_index
 from ncnn_c.mat import Mat

@@ -91,11 +91,11 @@ def test_replay_gives_what_recording_gives(model, light):
         _assert_same(
             _run(replaying, x, outputs, light), _run(recording, x, outputs, light), f"{model} #{seed}"
         )
-    stats = replaying._view.replays
+    stats = replaying._vulkan.replays
     # the first extractor records each output, the two others replay every one of them
     assert stats.recorded == len(outputs)
     assert stats.replayed == 2 * len(outputs)
-    assert recording._view.replays.recorded == 0 and len(recording._view.replays) == 0
+    assert recording._vulkan.replays.recorded == 0 and len(recording._vulkan.replays) == 0
 
 
 def test_squeezenet_real_weights_replayed_top1_and_no_layer_code(monkeypatch):
@@ -134,10 +134,10 @@ def test_each_input_shape_has_its_recordings_and_capacity_bounds_them():
     for size in (227, 64, 227, 96, 64, 227):
         x = g.standard_normal((3, size, size)).astype(np.float32)
         _assert_same(_run(net, {"data": x}, outputs), _run(ref, {"data": x}, outputs), f"{size}")
-        assert len(net._view.replays) <= 2
+        assert len(net._vulkan.replays) <= 2
     off = _net(text, bin_bytes, 0)
     _run(off, {"data": g.standard_normal((3, 64, 64)).astype(np.float32)}, outputs)
-    assert len(off._view.replays) == 0
+    assert len(off._vulkan.replays) == 0
 
 
 def test_live_extractors_never_share_a_recording():
@@ -153,7 +153,7 @@ def test_live_extractors_never_share_a_recording():
         ret, m = ex.extract(outputs[0])
         assert ret == 0
         held.append((ex, np.array(m, copy=True)))
-    assert len(net._view.replays) == 3
+    assert len(net._vulkan.replays) == 3
     for (ex, got), x in zip(held, xs, strict=True):
         _assert_same([got], _run(ref, x, outputs[:1]), "held")
         # the blobs an extractor still holds are its own, not overwritten by the others
@@ -161,7 +161,7 @@ def test_live_extractors_never_share_a_recording():
         np.testing.assert_array_equal(np.array(again), got)
         ex.clear()
     _run(net, xs[0], outputs)
-    assert net._view.replays.replayed >= 1
+    assert net._vulkan.replays.replayed >= 1
 
 
 def test_input_after_extract_and_intermediate_extracts_match():
@@ -183,7 +183,7 @@ def test_input_after_extract_and_intermediate_extracts_match():
             outs += [np.array(ex.extract(outputs[0])[1], copy=True)]
             results.append(outs)
         _assert_same(results[0], results[1], f"seed {seed}")
-    assert net._view.replays.replayed > 0
+    assert net._vulkan.replays.replayed > 0
 
 
 class KeepPositive(Layer):
@@ -260,8 +260,8 @@ def test_threads_replaying_one_net():
     for t in threads:
         t.join()
     assert not errors, errors[0]
-    assert net._view.replays.replayed > 0
-    assert len(net._view.replays) <= 4
+    assert net._vulkan.replays.replayed > 0
+    assert len(net._vulkan.replays) <= 4
 
 
 def test_cleared_pipeline_cache_is_an_error_not_a_crash(caplog):
@@ -270,7 +270,7 @@ def test_cleared_pipeline_cache_is_an_error_not_a_crash(caplog):
     x = _random_inputs(inputs, 0)
     _run(net, x, outputs)
     _run(net, x, outputs)
-    assert net._view.replays.replayed == 1
+    assert net._vulkan.replays.replayed == 1
     net.opt.pipeline_cache.clear()
     ex = net.create_extractor()
     for name, v in x.items():
@@ -285,6 +285,6 @@ def test_net_clear_drops_the_recordings():
     text, bin_bytes, inputs, outputs = _model("squeezenet")
     net = _net(text, bin_bytes, 8)
     _run(net, _random_inputs(inputs, 0), outputs)
-    assert len(net._view.replays) == 1
+    assert len(net._vulkan.replays) == 1
     net.clear()
-    assert len(net._view.replays) == 0
+    assert len(net._vulkan.replays) == 0

@@ -10,7 +10,7 @@ import pytest
 from test_net import FAKE_DEVICE, RELU_NET, ReLU_fakevk, _fake_gpu_api, data_in
 
 import ncnn_c
-import ncnn_c.net.vulkan_forward as vkf_mod
+import ncnn_c.net.vulkan.api as vkf_mod
 from ncnn_c.datareader import DataReaderFromEmpty, DataReaderFromMemory
 from ncnn_c.layer import Layer, layer_to_index
 from ncnn_c.mat import Mat

@@ -13,7 +13,7 @@ while the GPU may still read it.
 
 A ``reusable`` VkCompute keeps its command buffer, descriptor sets and every VkMat after
 ``submit_and_wait()``; ``replay()`` submits the same work again (the Extractor's per-shape
-replay, see net/vulkan_forward.py). Its buffers hold the same ranges for its whole life, so
+replay, see net/vulkan/forward.py). Its buffers hold the same ranges for its whole life, so
 writing new bytes where ``record_upload`` wrote the first ones is all a new input needs.
 """
 

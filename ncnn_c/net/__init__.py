@@ -2,13 +2,14 @@
 
 * ``graph``: blobs, custom layer entries, the graph under construction, limits.
 * ``parse``: text .param and binary .param.bin into a graph (never trusting a count).
-* ``core``: ``Net``: layer creation and custom layers, weights, pipelines, Vulkan device.
+* ``core``: ``Net``: layer creation and custom layers, loading through its backends.
+* ``backend``: what the Net asks of a backend at load time (``Backend``, ``ModelLoad``).
 * ``plan``: execution plans (layer order per requested blob, per-layer options), made once.
-* ``view``: ``NetView``: what executors may read of a Net (graph, caches, Vulkan device).
+* ``view``: ``NetView``: what executors may read of a Net (the graph, its plans).
 * ``state``: ``BlobState``: one extractor's blobs, handed to whichever executor runs.
 * ``reference``: the numpy reference executor.
 * ``native``: the native CPU plan executor (oneDNN).
-* ``vulkan_forward``: the Vulkan executor with recording/replay; the only door to ``ncnn_c.gpu``.
+* ``vulkan``: the Vulkan backend (device, GPU load, recording/replay); the only door to ``ncnn_c.gpu``.
 * ``extractor``: ``Extractor``: inputs, extract, the choice of executor.
 
 Every name importable from the former single module still is: ``from ncnn_c.net import Net``.
@@ -24,7 +25,7 @@ from .parse import MAX_PARAM_TEXT, open_reader
 from .plan import LayerOptions, Plan
 from .reference import needs_unpack as _needs_unpack
 from .reference import unpack_fp32 as _unpack_fp32
-from .vulkan_forward import _gpu
+from .vulkan import _gpu
 
 __all__ = [
     "MAX_BLOB_COUNT",

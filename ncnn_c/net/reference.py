@@ -20,6 +20,7 @@ from .._native.blas import single_threaded as single_threaded_blas
 from ..layer import Layer
 from ..mat import Mat
 from ..option import Option
+from .backend import Backend, ModelLoad
 from .graph import desc
 from .state import BlobState
 from .view import NetView
@@ -53,13 +54,20 @@ def needs_unpack(m: Mat, layer: Layer | None = None) -> bool:
     return packed or narrow
 
 
-class ReferenceExecutor:
-    """Runs a blob's plan with the numpy layers over a ``BlobState``."""
+class ReferenceExecutor(Backend):
+    """Runs a blob's plan with the numpy layers over a ``BlobState``; as the last backend,
+    it never declines, and loads the net the plain way (every weight, then every pipeline)."""
 
     __slots__ = ("_view",)
 
     def __init__(self, view: NetView) -> None:
         self._view = view
+
+    def prepare(self, load: ModelLoad) -> int:
+        if load.read_all() != 0:
+            return -1
+        load.begin_pipelines()
+        return load.create_all(load.layer_options())
 
     def extract(self, state: BlobState, index: int, opt: Option) -> int:
         """The Executor protocol: the contract's walk with this executor's ``forward``. Our

@@ -1,6 +1,6 @@
 """BlobState: what one Extractor holds between extracts, handed to whichever executor runs.
 
-An executor (``reference``, ``native``, ``vulkan_forward``) owns no per-inference data: it
+An executor (``reference``, ``native``, ``vulkan``) owns no per-inference data: it
 reads and writes the blobs of the state it is given. That is what lets the Vulkan replay
 snapshot a state after a recorded extract and put it back later, and the native plan check
 itself on a fresh state beside the caller's.

@@ -2,11 +2,11 @@
 
 The Net keeps its graph here (blobs, layers, consumer counts, input blobs), with the caches
 made from it (the plan of each requested blob, the per-layer options of the last option
-values, the native plans, the Vulkan recordings), the Vulkan device and layout pipeline,
-and the two settings the executors follow (``native_plan``, ``replay_capacity``). The Net
-is the only writer: it replaces the graph on load and clear, and the device and pipelines
-on load_model. The executors and the Extractor read what they need here and nothing of the
-Net itself; they are handed the view, so none of them imports ``core``.
+values). Nothing here is a backend's: a backend keeps its own caches (native plans, Vulkan
+recordings) and settings, and registers the caches with ``keep`` so that they are dropped
+whenever the layers change. The Net is the only writer: it replaces the graph on load and
+clear. The executors and the Extractor read what they need here and nothing of the Net
+itself; they are handed the view, so none of them imports ``core``.
 
 Plain attributes, not properties over the Net: an extract reads a few of them per layer,
 and the view holds nothing of the Net, so no cycle keeps a Net alive after its last user.
@@ -26,20 +26,14 @@ LAYER_OPTION_SETS = 4
 
 
 class NetView:
-    """A Net's graph, caches and Vulkan device (see the module docstring)."""
+    """A Net's graph and the caches made from it (see the module docstring)."""
 
     __slots__ = (
         "blobs",
         "layers",
         "consumer_counts",
         "input_indexes",
-        "native_plans",
-        "replays",
-        "native_enabled",
-        "replay_capacity",
-        "gpu_ready",
-        "vkdev",
-        "vk_layout",
+        "_caches",
         "generation",
         "weights_loaded",
         "weights_epoch",
@@ -47,18 +41,12 @@ class NetView:
         "_layer_opts",
     )
 
-    def __init__(self, native_plans: Any, replays: Any) -> None:
+    def __init__(self) -> None:
         self.blobs: list[Blob] = []
         self.layers: list[Layer] = []
         self.consumer_counts: list[int] = []  # layers reading each blob
         self.input_indexes: list[int] = []  # the Input layers' tops
-        self.native_plans = native_plans  # NativePlans: CPU plans per input shape
-        self.replays = replays  # ReplayCache: Vulkan recordings per input shape
-        self.native_enabled = True  # net.native_plan
-        self.replay_capacity = 8  # net.replay_capacity
-        self.gpu_ready = False  # the layers' pipelines are made for ``vkdev``
-        self.vkdev: Any = None  # the VulkanDevice
-        self.vk_layout: Any = None  # the layout-conversion Pipeline of a GPU net
+        self._caches: list[Any] = []  # the backends' caches made from the layers (keep)
         # which graph this is (one more at the start and at the end of every set_graph): an
         # extractor of an older one, or made while it was odd, refuses to run instead of
         # indexing the new graph with the old one's blob numbers
@@ -90,8 +78,13 @@ class NetView:
         """Drop what was made from the layers (they changed, or their weights did)."""
         self._plans = {}
         self._layer_opts = []
-        self.replays.clear()
-        self.native_plans.clear()
+        for cache in self._caches:
+            cache.clear()
+
+    def keep(self, cache: Any) -> None:
+        """A backend's cache made from the layers (anything with ``clear()``): dropped with the
+        plans, whenever the graph, the weights or the pipelines change."""
+        self._caches.append(cache)
 
     # -- the executors' side -----------------------------------------------------------------
     def is_source(self, index: int) -> bool:

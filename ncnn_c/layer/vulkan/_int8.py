@@ -9,7 +9,7 @@ upload of an int8 host Mat, carries the mark through its conversions, to the top
 that hands a marked bottom's buffer on (Split, a Reshape view) or only moves its marked
 bottoms' values (``MOVES_INT8``: Concat, Slice, Crop, Padding ..., whose CPU forms keep an
 int8 blob int8), and downloads a marked blob as the int8 Mat the CPU net holds there
-(net/vulkan_forward.py). int32 blobs (what
+(net/vulkan/forward.py). int32 blobs (what
 Dequantize and Requantize read) keep their bits in a 32-bit blob: those two layers take fp32
 elempack 1 blobs, so no conversion touches the bits.
 

@@ -22,6 +22,7 @@ from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
 from ...mat import Mat
 from ...option import Option
+from ..backend import Backend
 from ..reference import ReferenceExecutor
 from ..state import BlobState
 from ..view import NetView
@@ -38,6 +39,14 @@ VERIFY_CHUNK = 1 << 13  # values compared at a time
 
 def strict() -> bool:
     return os.environ.get("NCNN_C_NATIVE_STRICT") == "1"
+
+
+def check_every_plan() -> bool:
+    """Whether every plan is checked against the numpy layers before it is kept: in strict
+    mode and with ``NCNN_C_NATIVE_CHECK=every`` (debugging). Otherwise a plan is checked when
+    its structure is new to the net (``NativePlan.signature``): a new input shape with the
+    same segments and native layers as a checked plan runs unchecked."""
+    return strict() or os.environ.get("NCNN_C_NATIVE_CHECK", "").strip().lower() == "every"
 
 
 def close_enough(got: np.ndarray, ref: np.ndarray) -> bool:
@@ -85,16 +94,24 @@ class _PlanSlot:
         self.key = None
 
 
-class NativeExecutor:
+class NativeExecutor(Backend):
     """The native plan as an executor: ``extract`` runs the plan of the state's input shapes,
     records one (on the reference executor) when there is none, or returns None when the
-    reference executor must run (no plan possible; the state is then untouched)."""
+    reference executor must run (no plan possible; the state is then untouched). As a
+    backend it has no load step: plans are made at an extract, and ``plans`` is dropped
+    with the view's plans (``NetView.keep``)."""
 
-    __slots__ = ("_view", "_reference")
+    __slots__ = ("_view", "_reference", "plans", "enabled")
 
     def __init__(self, view: NetView, reference: ReferenceExecutor) -> None:
         self._view = view
         self._reference = reference
+        self.plans = NativePlans()  # the plans per input shape (they hold what they read of the weights)
+        view.keep(self.plans)
+        self.enabled = True  # net.native_plan
+
+    def release(self, opt: Option, clear: bool) -> None:
+        self.plans.clear()
 
     def _outputs(self, index: int, given: set[int], extras: frozenset[int] = frozenset()) -> list[int]:
         """``index`` and every other output of the net (a blob nobody reads) that the given
@@ -120,11 +137,11 @@ class NativeExecutor:
         view = self._view
         if state.partial:
             key = state.slot(SLOT, _PlanSlot).key
-            if key is not None and view.native_enabled and not view.is_source(index):
+            if key is not None and self.enabled and not view.is_source(index):
                 # a blob the plan that just ran did not hand out: its next plan will
-                view.native_plans.also(key, index)
+                self.plans.also(key, index)
             return None
-        if not view.native_enabled or not available():
+        if not self.enabled or not available():
             return None
         mats = state.mats
         inputs = {i: m for i, m in enumerate(mats) if m is not None}
@@ -143,7 +160,7 @@ class NativeExecutor:
         lo = view.layer_options(opt)
         opts = lo.per_layer
         key = (index, lo, shapes)
-        plans: NativePlans = view.native_plans
+        plans: NativePlans = self.plans
         plan = plans.take(key)
         if plan is None:
             loose = plans.loose_key(key)
@@ -197,7 +214,7 @@ class NativeExecutor:
         against what the numpy path computed."""
         view = self._view
         reference = self._reference
-        plans: NativePlans = view.native_plans
+        plans: NativePlans = self.plans
         era = plans.era  # the weights this recording reads (see NativePlans.add)
         layers = view.layers
         shapes = {i: shape_of(m) for i, m in inputs.items()}
@@ -273,7 +290,7 @@ class NativeExecutor:
         # runs set their own (plan.c) and put the caller's back
         set_omp_threads(opt.num_threads)
         try:
-            plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts, dynamic)
+            plan = NativePlan(OPS, layers, order, outputs, shapes, opts, consts, dynamic, plans.packs)
         except Exception as e:  # noqa: BLE001 - the numpy result stands; this shape stays numpy
             # strict mode is about wrong values: a plan that cannot be made at all (an int8
             # blob handed out, which a plan cannot write as a Mat) leaves the numpy layers,
@@ -287,6 +304,13 @@ class NativeExecutor:
             release_code()
         if plan.native_layers == 0:
             plans.fail(key, era)
+            return 0
+        signature = plan.signature()
+        if not check_every_plan() and plans.checked(signature):
+            plans.add(loose or key, plan, era)
+            if loose is not None:
+                plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
+            log.info("native plan for %r: a new shape of a checked plan, kept unchecked", name)
             return 0
         check = BlobState(view.consumer_counts)
         for i, m in inputs.items():
@@ -314,6 +338,7 @@ class NativeExecutor:
             plans.fail(key, era)
             return 0
         plans.add(loose or key, plan, era)
+        plans.mark_checked(signature, era)
         if loose is not None:
             plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
         log.info(

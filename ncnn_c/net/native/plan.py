@@ -238,9 +238,16 @@ class NativePlan:
         opts,
         consts=None,
         dynamic: frozenset[int] = frozenset(),
+        packs: Packs | None = None,
     ) -> None:
         d = dnnl_module()
         self.dnnl = d.get()
+        # weights already packed for the net's earlier plans (a new input shape mostly wants
+        # the same layouts): reused instead of read and reordered again
+        self._packs = packs
+        self._packs_era = packs.era if packs is not None else 0  # weights a clear() replaced are not offered
+        self._backing: dict[int, np.ndarray] = {}  # id(a prepacked memory) -> its buffer
+        self._parked_as: dict[int, object] = {}  # id(a prepacked memory) -> the plain md its layer parked
         self.lock = threading.Lock()
         self.outputs = outputs
         self.native_layers = 0
@@ -501,12 +508,59 @@ class NativePlan:
         if src_mem.md == md:
             return src_mem
         out, _addr, buf = self._reordered(src_mem, md)
+        self._backing[id(out)] = buf
         entry = self._const_arrays.get(id(src_mem))
         if entry is not None and id(src_mem) not in self._stepped:
             del self._const_arrays[id(src_mem)]
             self._spent[id(src_mem)] = src_mem  # held: its id stays its own
-            self._park(entry[1], src_mem.md, out, buf)
+            if self._park(entry[1], src_mem.md, out, buf):
+                self._parked_as[id(out)] = src_mem.md
         return out
+
+    def signature(self) -> tuple:
+        """The plan's structure, without its shapes: per segment, the numpy layer it runs or
+        the layers its primitives belong to, in order, and the outputs. Two plans of one net
+        with the same signature differ only in the sizes their steps were made for."""
+        return (
+            tuple(self.outputs),
+            tuple((seg.layer, tuple(li for li, _work in seg.owners)) for seg in self.segments),
+        )
+
+    def packed(self, key: tuple, md) -> tuple | None:
+        """(weights memory, bias memory or None) the building layer packed into layout ``md``
+        for an earlier plan of the net, under ``key`` (what else decides their values: the
+        weights' dims, the affine layers folded in), or None. The plan then holds them."""
+        if self._packs is None:
+            return None
+        hit = self._packs.get(self._li, key, md)
+        if hit is None:
+            return None
+        self._keep.append(hit)
+        wmem, bmem, arrays, plain_md = hit
+        if plain_md is not None:
+            # the recording's numpy layers read the weights back: they go again, restorable
+            # from the shared packed copy, as at the prepack that made it
+            self._park_layer(plain_md, wmem, arrays[0])
+        return wmem, bmem
+
+    def keep_packed(self, key: tuple, md, wmem, bmem) -> None:
+        """Offer ``wmem`` (as ``prepack`` gave it for layout ``md``) and ``bmem`` to the net's
+        later plans (``packed``), with the arrays they are over."""
+        if self._packs is None:
+            return
+        arrays = []
+        for mem in (wmem, bmem):
+            if mem is None:
+                continue
+            a = self._backing.get(id(mem))
+            if a is None:
+                entry = self._const_arrays.get(id(mem))
+                if entry is None:
+                    return  # not a memory this plan made: nothing known to hold it
+                a = entry[1]
+            arrays.append(a)
+        held = (wmem, bmem, arrays, self._parked_as.get(id(wmem)))
+        self._packs.put(self._li, key, md, held, self._packs_era)
 
     def prepack_at(self, src_mem, md):
         """``src_mem`` reordered into a new constant of layout ``md``: (memory, address)."""
@@ -521,21 +575,31 @@ class NativePlan:
         reorder(self.dnnl, src_mem, dst)
         return dst, addr, buf
 
-    def _park(self, arr: np.ndarray, plain_md, packed, buf: np.ndarray) -> None:
+    def _park(self, arr: np.ndarray, plain_md, packed, buf: np.ndarray) -> bool:
         """The building layer lets its weights go when ``arr`` (what ``packed`` was reordered
         from) is exactly them: a reorder of ``packed`` back into ``plain_md`` restores them
         (``buf`` holds its bytes). Weights with a BatchNorm folded in, transformed (Winograd)
         or of another type are not the layer's and stay."""
         layer = self.layers[self._li]
         if not hasattr(layer, "park_weights") or not builtin(layer):
-            return
+            return False
         own = layer.weight_data
         if own.elemsize != 4 or own.elempack != 1 or own.empty():
-            return
+            return False
         flat = own.tensor()
         if arr.ctypes.data != flat.ctypes.data or arr.nbytes != flat.nbytes:
-            return
-        dn, count = self.dnnl, flat.size
+            return False
+        self._park_layer(plain_md, packed, buf)
+        return True
+
+    def _park_layer(self, plain_md, packed, buf: np.ndarray) -> None:
+        """The building layer's weights go; a reorder of ``packed`` into ``plain_md`` gives
+        them back when read again."""
+        layer = self.layers[self._li]
+        if getattr(layer, "_restore", None) is not None:
+            return  # parked already
+        dn = self.dnnl
+        count = int(np.prod(plain_md.dims))
 
         def restore() -> Mat:
             m = Mat(count)
@@ -819,6 +883,47 @@ WASTED_LIMIT = 4
 EXTRAS = 8
 
 
+class Packs:
+    """Weights in the layouts a net's plans' primitives read, shared by the plans: a new
+    input shape mostly wants the layouts an earlier one did (oneDNN picks a weights layout
+    from the channels and the kernel, rarely from the spatial size), so its plan reuses them
+    instead of reading the layer's weights again (unparking them, folding affine layers in)
+    and reordering. Per layer, the ``PER_LAYER`` layouts used last; dropped with the plans."""
+
+    PER_LAYER = 2
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_layer: dict[int, list[tuple]] = {}  # layer -> [(key, md, held)], newest last
+        self.era = 0  # one more on every clear: a plan built from older weights offers none
+
+    def get(self, li: int, key: tuple, md) -> tuple | None:
+        with self._lock:
+            entries = self._by_layer.get(li, [])
+            for i, (k, m, held) in enumerate(entries):
+                if k == key and m == md:
+                    entries.append(entries.pop(i))
+                    return held
+        return None
+
+    def put(self, li: int, key: tuple, md, held: tuple, era: int) -> None:
+        with self._lock:
+            if era != self.era:
+                return
+            entries = self._by_layer.setdefault(li, [])
+            entries[:] = [e for e in entries if not (e[0] == key and e[1] == md)]
+            entries.append((key, md, held))
+            del entries[: -self.PER_LAYER]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.era += 1
+            self._by_layer.clear()
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_layer.values())
+
+
 class NativePlans:
     """A net's plans: LRU over (target, input shapes, option values); a few instances per
     key so that threads sharing a net do not wait for each other.
@@ -850,6 +955,8 @@ class NativePlans:
         # that its plans hand them out too; and those a plan could not hand out
         self._extras: dict[tuple, set[int]] = {}
         self._refused: dict[tuple, set[int]] = {}
+        self.packs = Packs()  # the weights packed for the plans, which new shapes reuse
+        self._checked: set[tuple] = set()  # signatures of plans checked against the numpy layers
 
     def seen(self, key: tuple, shapes: dict[int, tuple]) -> dict[int, tuple] | None:
         """The blob shapes of the last recording of ``key``'s family (None: the first);
@@ -942,6 +1049,16 @@ class NativePlans:
                             )
             self.built += 1
 
+    def checked(self, signature: tuple) -> bool:
+        """Whether a plan of this structure was checked against the numpy layers."""
+        with self._lock:
+            return signature in self._checked
+
+    def mark_checked(self, signature: tuple, era: int) -> None:
+        with self._lock:
+            if era == self.era:
+                self._checked.add(signature)
+
     def fail(self, key: tuple, era: int | None = None) -> None:
         with self._lock:
             if era is None or era == self.era:
@@ -958,6 +1075,8 @@ class NativePlans:
             self._loose.clear()
             self._extras.clear()
             self._refused.clear()
+            self._checked.clear()
+        self.packs.clear()
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._plans.values())

@@ -45,7 +45,7 @@ def _planned(param: str, threads: int, work_limit: int, shape):
             ex.extract(name)
 
     once()
-    plans = [p for ps in net._view.native_plans._plans.values() for p in ps]
+    plans = [p for ps in net._native.plans._plans.values() for p in ps]
     if len(plans) != 1:
         raise SystemExit(f"{param}: {len(plans)} plans, expected one")
     return once, plans[0], net

@@ -156,6 +156,23 @@ def bind_posts(plan: NativePlan, seg: Segment, operands) -> list:
     return args
 
 
+def packed_weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: str, md):
+    """(weights memory in layout ``md``, bias memory or None), the folded affine layers
+    applied: the ones an earlier plan of the net packed when it asked for the same (layout,
+    dims, folded coefficients), else made and offered to later plans (``NativePlan.packed``)."""
+    key = (
+        layer.type, tuple(wdims), wtag,
+        None if scale is None else scale.tobytes(), None if shift is None else shift.tobytes(),
+    )  # fmt: skip
+    hit = plan.packed(key, md)
+    if hit is not None:
+        return hit
+    wmem, bmem = weights(plan, layer, wdims, scale, shift, oc, wtag)
+    wpacked = plan.prepack(wmem, md)
+    plan.keep_packed(key, md, wpacked, bmem)
+    return wpacked, bmem
+
+
 def weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: str):
     """(weights memory, bias memory or None) with the folded affine layers applied."""
     weight, bias = folded_weights(layer, wdims, scale, shift, oc)
@@ -232,7 +249,8 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
         folded = functools.partial(folded_weights, layer, wdims, scale, shift, oc)
         if winograd.convolution(plan, layer, seg, bottom, geometry, folded, acts + post):
             return
-    wmem, bmem = weights(plan, layer, wdims, scale, shift, oc, wtag)
+    has_bias = bool(layer.bias_term) or scale is not None
+    bmd = dn.md((oc,), "a") if has_bias else None
     own = []
     if layer.activation_type:
         own.append(activation_op(layer.activation_type, getattr(layer, "activation_params", None)))
@@ -246,7 +264,7 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
 
     def create(attr):
         return make(
-            dn.md(sdims, "any"), dn.md(wdims, "any"), bmem.md if bmem else None, dn.md(odims, "any"),
+            dn.md(sdims, "any"), dn.md(wdims, "any"), bmd, dn.md(odims, "any"),
             (layer.stride_h, layer.stride_w), (layer.dilation_h - 1, layer.dilation_w - 1), pad_l, pad_r, attr,
         )  # fmt: skip
 
@@ -264,7 +282,7 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
         pd, after, operands = create([]), own, []
     src = plan.as_dims(seg, plan.value(seg, bottom, pd.md("src", sdims)), sdims)
     src = plan.as_md(seg, src, pd.md("src", sdims))
-    wpacked = plan.prepack(wmem, pd.md("weights", wdims))
+    wpacked, bmem = packed_weights(plan, layer, wdims, scale, shift, oc, wtag, pd.md("weights", wdims))
     args = [(d.ARG_WEIGHTS, wpacked)] + bind_posts(plan, seg, operands)
     if bmem is not None:
         args.append((d.ARG_BIAS, bmem))

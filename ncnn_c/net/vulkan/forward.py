@@ -1,9 +1,9 @@
 """The Vulkan executor: layers recorded into one VkCompute, CPU layers in between.
 
-The GPU modules are reached only through ``_gpu()``, a ``GpuApi`` of every name the Net and
-this executor use (tests replace it with a complete stand-in), so a CPU-only run never
-imports ``ncnn_c.gpu`` nor ``vulkan``. Blobs live in the state's ``device`` list (VkMats) while on the
-device; a CPU layer (run by the reference executor) gets its GPU-only bottoms downloaded
+The executor is also the Vulkan backend of the Net (``net/backend.py``): it owns the net's
+device (``device.py``), loads the GPU layers (``load.py``), and keeps the recorded extracts.
+The GPU modules are reached only through ``api.py``. Blobs live in the state's ``device``
+list (VkMats) while on the device; a CPU layer (run by the reference executor) gets its GPU-only bottoms downloaded
 first, a GPU layer gets its host-only bottoms uploaded.
 
 Replay. Recording an extract costs Python work per layer (shapes, bindings, descriptor
@@ -26,144 +26,29 @@ extractor record (and then replay) as children of the first (the slot's ``cursor
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ..errors import PipelineGone
-from ..layer import Layer
-from ..mat import Mat
-from ..option import Option
-from .graph import call_hook, desc
-from .reference import ReferenceExecutor, needs_unpack, unpack_fp32
-from .state import BlobState
-from .view import NetView
-from .walk import walk
+from ...errors import PipelineGone
+from ...layer import Layer
+from ...mat import Mat
+from ...option import Option
+from ..backend import Backend, ModelLoad
+from ..graph import call_hook, desc
+from ..reference import ReferenceExecutor, needs_unpack, unpack_fp32
+from ..state import BlobState
+from ..view import NetView
+from ..walk import walk
+from . import api
+from .api import GpuApi
+from .device import DeviceChoice
+from .load import create_layout_pipeline, load_on_gpu
 
 log = logging.getLogger("ncnn_c")
-
-
-class GpuApi(NamedTuple):
-    """Every name of the GPU modules that the Net and the Vulkan executor use. All fields
-    are required, so a stand-in (tests) is complete: production code never asks what it has."""
-
-    get_gpu_count: Callable[[], int]
-    get_default_gpu_index: Callable[[], int]
-    get_gpu_device: Callable[..., Any]
-    PipelineCache: Callable[..., Any]
-    Pipeline: Callable[..., Any]
-    VkCompute: Callable[..., Any]
-    VkMat: Callable[..., Any]
-    effective_flags: Callable[..., dict]  # the shader option flags a device can honour
-    host_view: Callable[[int, int], Any]  # a writable view of mapped device memory
-    LOCAL_1D: tuple[int, int, int]  # the layout conversion's local size
-    without_shader_bits: Callable[[Option], Option]
-    is_fp16: Callable[[Any], bool]  # a VkMat's storage type
-    storage_fp16: Callable[[Option, Any], bool]  # the storage type of blobs on a device
-    preferred_elempack: Callable[[Any, Option], int]
-    record_convert: Callable[..., None]  # (cmd, pipeline, src, dst, elempack, fp16, opt)
-
-
-class DeviceApi(NamedTuple):
-    """The three device functions of GpuApi, for the thread that makes a net's device: they
-    import ``gpu/device.py`` alone, so that the driver starts before the other GPU modules
-    (pipelines, commands, the Vulkan layers) are imported, which the caller's thread then
-    does while the driver works (cffi releases the GIL around its calls)."""
-
-    get_gpu_count: Callable[[], int]
-    get_default_gpu_index: Callable[[], int]
-    get_gpu_device: Callable[..., Any]
-
-
-@functools.cache
-def _device_module() -> DeviceApi:
-    from ..gpu import device
-
-    return DeviceApi(device.get_gpu_count, device.get_default_gpu_index, device.get_gpu_device)
-
-
-@functools.cache
-def _gpu_modules() -> GpuApi:
-    from ..gpu import _vk, command, compiler, pipeline, pipelinecache, vkmat
-    from ..layer import vulkan as vklayer
-
-    return GpuApi(
-        **_device_module()._asdict(),  # GpuApi's first three fields are DeviceApi's
-        PipelineCache=pipelinecache.PipelineCache,
-        Pipeline=pipeline.Pipeline,
-        VkCompute=command.VkCompute,
-        VkMat=vkmat.VkMat,
-        effective_flags=compiler.effective_flags,
-        host_view=_vk.host_view,
-        LOCAL_1D=vklayer.LOCAL_1D,
-        without_shader_bits=vklayer.without_shader_bits,
-        is_fp16=vklayer.is_fp16,
-        storage_fp16=vklayer.storage_fp16,
-        preferred_elempack=vklayer.preferred_elempack,
-        record_convert=vklayer.record_convert,
-    )
-
-
-@functools.cache
-def _int8_marks() -> Any:
-    """layer/vulkan/_int8.py, which keeps the mark of GPU blobs holding int8 values; imported
-    at first need, from the GPU paths only."""
-    from ..layer.vulkan import _int8
-
-    return _int8
-
-
-def keep_fp32_before_int8(view: NetView, on_gpu: list[int], opts: list[Option]) -> None:
-    """At load, before the pipelines: the GPU layers whose tops int8 layers quantize keep fp32
-    storage (layer/vulkan/_int8.py, keep_fp32_before_int8)."""
-    _int8_marks().keep_fp32_before_int8(view.blobs, view.layers, on_gpu, opts)
-
-
-def _gpu() -> GpuApi:
-    """The GPU modules, imported on first use (tests replace this function)."""
-    return _gpu_modules()
-
-
-def import_gpu_modules() -> None:
-    """Import the GPU modules ahead of their first use, while the device is being made on
-    another thread; a failure here is left for that first use to report."""
-    try:
-        _gpu()
-    except Exception:  # noqa: BLE001 - reported again, with its context, where it matters
-        log.debug("import_gpu_modules: the GPU modules did not import", exc_info=True)
-
-
-def _devices() -> DeviceApi:
-    """The device functions alone, imported on first use (tests replace this function with
-    their ``_gpu``: a GpuApi has the same three fields)."""
-    return _device_module()
-
-
-def mask_device_features(opt: Option, vkdev) -> None:
-    """Switch off the shader features ``vkdev`` lacks, as ncnn's Net does at load time, so
-    every layer sees (and every cache key holds) what really runs."""
-    for name, on in _gpu().effective_flags(opt.shader_bits(), vkdev.info).items():
-        setattr(opt, name, on)
-    # fp16 arithmetic without fp16 blobs is not what the user asked for (ncnn's rule)
-    if not opt.use_fp16_packed and not opt.use_fp16_storage:
-        opt.use_fp16_arithmetic = False
-
-
-def create_layout_pipeline(vkdev, opt: Option) -> Any:
-    """The one pipeline every blob-form conversion of a net uses (packing.comp), made in
-    load_model so that the first inference creates and compiles nothing; None on failure."""
-    gpu = _gpu()
-    pipeline = gpu.Pipeline(vkdev)
-    pipeline.set_local_size_xyz(*gpu.LOCAL_1D)
-    if pipeline.create("packing", gpu.without_shader_bits(opt), []) != 0:
-        log.error("load_model: cannot create the GPU layout conversion pipeline")
-        return None
-    return pipeline
 
 
 def _signature(m: Mat) -> tuple:
@@ -439,25 +324,105 @@ class _Run:
         self.int8.clear()
 
 
-class VulkanExecutor:
+class VulkanExecutor(Backend):
     """Runs a blob's plan with the GPU layers on the device, the others on the reference
     executor, over a ``BlobState``; replays recorded extracts (module docstring)."""
 
-    __slots__ = ("_view", "_reference")
+    __slots__ = (
+        "_view",
+        "_reference",
+        "device",
+        "replays",
+        "replay_capacity",
+        "ready",
+        "layout",
+        "_owned_cache",
+        "_ahead",
+    )
 
     def __init__(self, view: NetView, reference: ReferenceExecutor) -> None:
         self._view = view
         self._reference = reference
+        self.device = DeviceChoice()  # the VulkanDevice, chosen or default, maybe still coming
+        self.replays = ReplayCache()  # the recorded extracts per input shape
+        view.keep(self.replays)  # dropped whenever the layers change
+        self.replay_capacity = 8  # net.replay_capacity
+        self.ready = False  # the layers' pipelines are made for the device
+        self.layout: Any = None  # the layout-conversion Pipeline of a GPU net
+        self._owned_cache: list = []  # the PipelineCache the net made for itself (none given)
+        self._ahead = False  # begin_param started the device on a thread
+
+    # -- the Net's side: loading (net/backend.py) -------------------------------------------
+    def begin_param(self, opt: Option, what: str, reparse_ok: bool) -> None:
+        """With Vulkan asked for and no device yet, the device is made on a thread while the
+        param is parsed, with the layers it asks for (the GPU forms); should there be no
+        device after all, ``end_param`` asks for a second parse, for the CPU. Only where that
+        parse is as the first (``reparse_ok``): a source read again from its start, and no
+        application layer whose creator would be called twice."""
+        if opt.use_vulkan_compute and reparse_ok and not self.device.made:
+            self.device.start(opt)  # (or one set_vulkan_device(index) is making already)
+            self._ahead = True
+        else:
+            self.device.check(opt, what)
+            self._ahead = False
+
+    def end_param(self, opt: Option, what: str) -> bool:
+        if not self._ahead:
+            return False
+        self._ahead = False
+        if self.device.coming:
+            # the driver is still at work: import what load_model and a PipelineCache need
+            # now, instead of after it (20-40 ms of a warm start on the H200 host)
+            api.import_gpu_modules()
+        for_gpu = opt.use_vulkan_compute
+        self.device.check(opt, what)
+        return bool(for_gpu and not opt.use_vulkan_compute)
+
+    def prepare(self, load: ModelLoad) -> int | None:
+        """The GPU load (``load.py``); None when the net runs on the CPU."""
+        opt = load.opt
+        if not opt.use_vulkan_compute:
+            return None
+        vkdev = self.device.acquire(opt)
+        if vkdev is None:
+            log.warning("load_model: no Vulkan device available; running on the CPU")
+            opt.use_vulkan_compute = False
+            return None
+        ret = load_on_gpu(vkdev, load, self._owned_cache)
+        if ret != 0:
+            return ret
+        self.layout = create_layout_pipeline(vkdev, opt)
+        if self.layout is None:
+            return -1
+        self.ready = True
+        return 0
+
+    def release(self, opt: Option, clear: bool) -> None:
+        self.replays.clear()
+        for layer in self._view.layers:
+            layer.vkdev = None
+        self.layout = None
+        self.ready = False
+        if not clear:
+            return
+        for cache in self._owned_cache:
+            try:
+                cache.clear()
+            except Exception as e:  # noqa: BLE001
+                log.error("clearing the net's pipeline cache raised %s: %s", type(e).__name__, e)
+            if opt.pipeline_cache is cache:
+                opt.pipeline_cache = None
+        self._owned_cache = []
 
     def extract(self, state: BlobState, index: int, opt: Option) -> int | None:
         """Compute blob ``index`` holding a use of the device and of the pipeline cache, so
         neither frees a handle while this extract records or runs (gpu/lifetime.py); -1 when
         one of them is destroyed or going. None (the CPU executors run it) when the net's
         layers are not on the GPU or the extractor's options turn Vulkan off."""
-        if not (self._view.gpu_ready and opt.use_vulkan_compute):
+        if not (self.ready and opt.use_vulkan_compute):
             return None
         cache = opt.pipeline_cache
-        counts = (self._view.vkdev.uses, cache.uses if cache is not None else None)
+        counts = (self.device.vkdev.uses, cache.uses if cache is not None else None)
         held = []
         try:
             for c in counts:
@@ -492,7 +457,7 @@ class VulkanExecutor:
         key = None
         child_key = None
         fresh = False
-        capacity = view.replay_capacity
+        capacity = self.replay_capacity
         slot = _slot(state)
         if capacity > 0:
             cursor = slot.cursor
@@ -506,11 +471,11 @@ class VulkanExecutor:
             elif slot.lease is None:
                 key = self._replay_key(state, index, opt)
                 if key is not None:
-                    rec, fresh = view.replays.take(key, capacity)
+                    rec, fresh = self.replays.take(key, capacity)
                     if rec is not None and not fresh:
                         slot.lease = rec
                         return self._replay(state, rec, index, opt)
-        run = _Run(_gpu(), view.vkdev, rec if fresh else None)
+        run = _Run(api._gpu(), self.device.vkdev, rec if fresh else None)
         ret = self._extract_run(state, index, run, opt)
         if rec is None:
             slot.cursor = None  # the state now differs from every recording's
@@ -518,12 +483,12 @@ class VulkanExecutor:
         if ret != 0 or run.rec is None:
             slot.cursor = None
             if key is not None:
-                view.replays.drop(key, rec)
+                self.replays.drop(key, rec)
             else:
                 rec.destroy()
             return ret
         rec.final = final_of(state)
-        view.replays.recorded += 1
+        self.replays.recorded += 1
         if key is not None:
             slot.lease = rec
         else:
@@ -553,7 +518,7 @@ class VulkanExecutor:
             m = Mat()
             vk = state.device[index]
             self._record_download(run.cmd, gpu, vk, m, opt)
-            run.downloaded(index, _int8_marks().holds_int8(vk))
+            run.downloaded(index, api._int8_marks().holds_int8(vk))
             ret = run.cmd.submit_and_wait()
             if ret != 0:
                 log.error("extract: GPU submit failed (%d)", ret)
@@ -569,7 +534,7 @@ class VulkanExecutor:
         """Run ``rec`` again with this state's inputs; fall back to recording afresh when
         a CPU layer's output no longer has the recorded shape."""
         view = self._view
-        gpu = _gpu()
+        gpu = api._gpu()
         opts = view.layer_options(opt).per_layer
         layers = view.layers
         light = bool(opt.lightmode)
@@ -601,7 +566,7 @@ class VulkanExecutor:
                 mats[b] = _as_int8(m) if b in step.int8 else m
         assert rec.final is not None
         restore_final(state, rec.final, rec)
-        view.replays.replayed += 1
+        self.replays.replayed += 1
         return 0
 
     def _replay_fallback(
@@ -613,7 +578,7 @@ class VulkanExecutor:
         rec.broken = True
         state.restore(saved)
         _slot(state).cursor = None
-        return self._extract_run(state, index, _Run(_gpu(), self._view.vkdev, None), opt)
+        return self._extract_run(state, index, _Run(api._gpu(), self.device.vkdev, None), opt)
 
     def _forward_layer(
         self, state: BlobState, li: int, layer: Layer, run: _Run, opt: Option, light: bool
@@ -628,7 +593,7 @@ class VulkanExecutor:
                 m = Mat()
                 vk = state.device[b]
                 self._record_download(run.cmd, run.gpu, vk, m, opt)
-                run.downloaded(b, _int8_marks().holds_int8(vk))
+                run.downloaded(b, api._int8_marks().holds_int8(vk))
                 mats[b] = m
                 downloads = True
         if downloads:
@@ -647,8 +612,8 @@ class VulkanExecutor:
         if m.elempack == elempack and gpu.is_fp16(m) == fp16:
             return m
         out = gpu.VkMat()
-        gpu.record_convert(cmd, self._view.vk_layout, m, out, elempack, fp16, opt)
-        marks = _int8_marks()
+        gpu.record_convert(cmd, self.layout, m, out, elempack, fp16, opt)
+        marks = api._int8_marks()
         marks.mark_int8(out, marks.holds_int8(m))  # fp16 holds every int8 value
         return out
 
@@ -668,9 +633,9 @@ class VulkanExecutor:
         if vk.dims == 0:
             return vk
         # an int8 Mat goes up widened: the mark says so to the int8 layers (layer/vulkan/_int8.py)
-        _int8_marks().mark_int8(vk, _is_int8(host))
+        api._int8_marks().mark_int8(vk, _is_int8(host))
         elempack = gpu.preferred_elempack(vk, opt) if layer.support_packing else 1
-        return self._convert(cmd, gpu, vk, elempack, gpu.storage_fp16(opt, self._view.vkdev), opt)
+        return self._convert(cmd, gpu, vk, elempack, gpu.storage_fp16(opt, self.device.vkdev), opt)
 
     def _forward_layer_gpu(
         self, state: BlobState, li: int, layer: Layer, run: _Run, opt: Option, light: bool
@@ -681,9 +646,9 @@ class VulkanExecutor:
             if vkmats[b] is None:
                 vkmats[b] = self._upload(state, run, b, layer, opt)
         inplace = light and layer.support_inplace
-        fp16 = gpu.storage_fp16(opt, self._view.vkdev)
+        fp16 = gpu.storage_fp16(opt, self.device.vkdev)
         pending = state.pending
-        marks = _int8_marks()
+        marks = api._int8_marks()
 
         def aliased(b, m) -> bool:
             data = getattr(m, "data", None)
