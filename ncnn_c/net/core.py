@@ -328,7 +328,6 @@ class Net:
         """Every layer's destroy_pipeline, then the backends drop what they made of them."""
         if self._pipelines:
             self._pipelines = False
-            self._view.forget_plans()
             for layer in self._view.layers:
                 try:
                     layer.destroy_pipeline(get_layer_option(self.opt, layer))

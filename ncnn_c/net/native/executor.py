@@ -306,44 +306,41 @@ class NativeExecutor(Backend):
             plans.fail(key, era)
             return 0
         signature = plan.signature()
-        if not check_every_plan() and plans.checked(signature):
-            plans.add(loose or key, plan, era)
-            if loose is not None:
-                plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
-            log.info("native plan for %r: a new shape of a checked plan, kept unchecked", name)
-            return 0
-        check = BlobState(view.consumer_counts)
-        for i, m in inputs.items():
-            check.mats[i] = m
-            # the caller's Mat (maybe over the caller's array): in-place layers copy first
-            check.shared.add(i)
-        got: dict[int, np.ndarray] = {}
-        with plan.lock:
-            ret = plan.run(check, reference.forward, opts, opt, got)
-        bad = [o for o in outputs if ret != 0 or check.mats[o] is None]
-        # every blob the native segments wrote out (the numpy layers after them are the same code)
-        bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
-        if plans.era != era:  # load_model or clear() on another thread: the weights changed
-            return 0
-        if bad and set(bad) <= extras.intersection(outputs[1:]):
-            # only blobs learnt from callers came out wrong: the next plan leaves them out
-            log.info("native plan: cannot hand out %s as well", [view.blobs[o].name for o in bad])
-            plans.refuse(key, bad)
-            return 0
-        if bad:
-            msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"
-            if strict():
-                raise AssertionError(msg)
-            log.warning("%s: this shape keeps the numpy path", msg)
-            plans.fail(key, era)
-            return 0
+        unchecked = not check_every_plan() and plans.checked(signature)
+        if not unchecked:
+            check = BlobState(view.consumer_counts)
+            for i, m in inputs.items():
+                check.mats[i] = m
+                # the caller's Mat (maybe over the caller's array): in-place layers copy first
+                check.shared.add(i)
+            got: dict[int, np.ndarray] = {}
+            with plan.lock:
+                ret = plan.run(check, reference.forward, opts, opt, got)
+            bad = [o for o in outputs if ret != 0 or check.mats[o] is None]
+            # every blob the native segments wrote out (the numpy layers after them are the same code)
+            bad += [b for b, a in got.items() if b in refs and b not in bad and not close_enough(a, refs[b])]
+            if plans.era != era:  # load_model or clear() on another thread: the weights changed
+                return 0
+            if bad and set(bad) <= extras.intersection(outputs[1:]):
+                # only blobs learnt from callers came out wrong: the next plan leaves them out
+                log.info("native plan: cannot hand out %s as well", [view.blobs[o].name for o in bad])
+                plans.refuse(key, bad)
+                return 0
+            if bad:
+                msg = f"native plan differs from the numpy layers at {[view.blobs[o].name for o in bad]}"
+                if strict():
+                    raise AssertionError(msg)
+                log.warning("%s: this shape keeps the numpy path", msg)
+                plans.fail(key, era)
+                return 0
+            plans.mark_checked(signature, era)
         plans.add(loose or key, plan, era)
-        plans.mark_checked(signature, era)
         if loose is not None:
             plans.set_loose(key, frozenset(i for i, s in loose[2] if s is None))
         log.info(
-            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB%s",
+            "native plan for %r: %d of %d layers native, %d segments, arena %d KiB%s%s",
             name, plan.native_layers, len(order), len(plan.segments), plan.arena_bytes // 1024,
             f", {len(dynamic)} blobs of varying shape" if dynamic else "",
+            ", kept unchecked (a new shape of a checked plan)" if unchecked else "",
         )  # fmt: skip
         return 0

@@ -596,8 +596,6 @@ class NativePlan:
         """The building layer's weights go; a reorder of ``packed`` into ``plain_md`` gives
         them back when read again."""
         layer = self.layers[self._li]
-        if getattr(layer, "_restore", None) is not None:
-            return  # parked already
         dn = self.dnnl
         count = int(np.prod(plain_md.dims))
 
