@@ -9,6 +9,7 @@ they need, so the order of collection does not matter).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from ..errors import NcnnError
@@ -21,6 +22,9 @@ class DnnlError(NcnnError):
     """A oneDNN call failed (an unsupported shape or setting, or no memory)."""
 
 
+TAGGED_KEPT = 4096  # tagged descriptors cached (Dnnl.md)
+
+
 class Dnnl:
     """The loaded library: one CPU engine per process."""
 
@@ -29,6 +33,10 @@ class Dnnl:
         p = self.ffi.new("dnnl_engine_t *")
         self.check(self.lib.dnnl_engine_create(p, self.lib.dnnl_cpu, 0), "dnnl_engine_create")
         self.engine = self.ffi.gc(p[0], self.lib.dnnl_engine_destroy)
+        # descriptors by (dims, tag, type): a plan's build asks for the same few hundred again
+        # and again (a descriptor is a value: one instance serves every asker)
+        self._tagged: dict[tuple, MD] = {}
+        self._tagged_lock = threading.Lock()
 
     def has_vnni(self) -> bool:
         """Whether oneDNN's int8 kernels multiply with VNNI (AVX-512 or AVX) or better here:
@@ -43,10 +51,7 @@ class Dnnl:
             raise DnnlError(f"oneDNN {what}: status {status}")
 
     def dims(self, values: Sequence[int]):
-        d = self.ffi.new("dnnl_dims_t")
-        for i, v in enumerate(values):
-            d[i] = int(v)
-        return d
+        return self.ffi.new("dnnl_dims_t", [int(v) for v in values])
 
     # -- memory descriptors ------------------------------------------------------------
     def md(
@@ -54,6 +59,11 @@ class Dnnl:
     ) -> MD:
         """A memory descriptor of ``dtype`` (f32, s32, s8, u8): by format tag ("any", "abcd",
         ...) or by strides."""
+        if strides is None:
+            key = (tuple(dims), tag, dtype)
+            got = self._tagged.get(key)
+            if got is not None:
+                return got
         p = self.ffi.new("dnnl_memory_desc_t *")
         dt = getattr(self.lib, f"dnnl_{dtype}")
         if strides is not None:
@@ -66,7 +76,13 @@ class Dnnl:
                 p, len(dims), self.dims(dims), dt, getattr(self.lib, name)
             )
         self.check(st, "memory_desc_create")
-        return MD(self, p[0], tuple(int(v) for v in dims))
+        md = MD(self, p[0], tuple(int(v) for v in dims))
+        if strides is None:
+            with self._tagged_lock:
+                if len(self._tagged) >= TAGGED_KEPT:
+                    self._tagged.clear()
+                self._tagged[key] = md
+        return md
 
     def own(self, md_ptr, dims: Sequence[int]) -> MD:
         """A copy of a descriptor owned by someone else (a primitive descriptor's)."""

@@ -232,6 +232,10 @@ class WeightBias(Layer):
                 setattr(self, name, None)
             self._restore = restore
 
+    def weights_parked(self) -> bool:
+        """Whether the weights are parked (only fp32 ones are): asked without restoring them."""
+        return self._restore is not None
+
     def _unpark(self) -> None:
         """Restore parked weights and derive the forward's arrays again (the lock held)."""
         restore = self._restore

@@ -30,6 +30,8 @@ from ..walk import walk
 from . import contention
 from .ops import NATIVE_TYPES, OPS
 from .plan import NativePlan, NativePlans, Unsupported, available, builtin, shape_of, skipped_types
+from .shapes import infer as infer_shapes
+from .shapes import mismatches
 
 log = logging.getLogger("ncnn_c")
 
@@ -184,10 +186,34 @@ class NativeExecutor(Backend):
             return None
         if not plans.wanted(key):
             return None
-        ret = self._record(state, index, key, inputs, opt, opts)
+        ret = self._from_shapes(state, index, key, inputs, opt, opts)
+        if ret is None:
+            ret = self._record(state, index, key, inputs, opt, opts)
         if ret == 0:
             state.slot(SLOT, _PlanSlot).key = key
         return ret
+
+    def _check_rules(
+        self, order: list[int], inputs: dict[int, Mat], recorded: dict[int, tuple], opts
+    ) -> None:
+        """The shape rules against what a recording gave: a net where one is wrong makes no
+        plan from inferred shapes again (an error in strict mode, which the tests run in)."""
+        plans: NativePlans = self.plans
+        if not plans.trusts_shapes():
+            return
+        given = {i: shape_of(m) for i, m in inputs.items()}
+        wrong = mismatches(infer_shapes(self._view.layers, order, given, opts), recorded)
+        if not wrong:
+            return
+        layers = self._view.layers
+        names = [
+            f"{layers[self._view.blobs[b].producer].type} -> {self._view.blobs[b].name}" for b in wrong[:4]
+        ]
+        msg = f"native plan: the shape rules are wrong at {names}"
+        if strict():
+            raise AssertionError(msg)
+        log.warning("%s: this net records every new input shape", msg)
+        plans.distrust_shapes()
 
     def _constant_layers(self, order: list[int]) -> set[int]:
         """Layers whose output is the same on every run of a plan: MemoryData, PriorBox (it
@@ -206,6 +232,60 @@ class NativeExecutor(Backend):
                 out.add(li)
                 blobs.update(layer.tops)
         return out
+
+    def _from_shapes(
+        self, state: BlobState, index: int, key: tuple, inputs: dict[int, Mat], opt: Option, opts
+    ) -> int | None:
+        """A plan for a new input shape built from inferred shapes (``shapes.py``), with no
+        numpy recording, and run: when the net trusts its shape rules, the plan's structure
+        is one a checked plan had, and nothing of it is a constant computed on a recording.
+        None when it cannot be made so (the caller records one)."""
+        view = self._view
+        plans: NativePlans = self.plans
+        if check_every_plan() or not plans.trusts_shapes() or plans.loose_key(key) is not None:
+            return None
+        if any(m.empty() for m in inputs.values()):
+            return None
+        era = plans.era
+        outputs = self._outputs(index, set(inputs), plans.extras(key))
+        order = sorted({li for o in outputs for li in view.plan(o).order})
+        if self._constant_layers(order):
+            return None
+        given = {i: shape_of(m) for i, m in inputs.items()}
+        prev = plans.last_seen(key)
+        if prev is not None and len(inputs) > 1:
+            varying = {i for i, s in given.items() if prev.get(i) != s}
+            if varying and len(varying) < len(inputs):
+                return None  # a decode step: the recording makes a shape-loose plan
+        shapes = infer_shapes(view.layers, order, given, opts)
+        set_omp_threads(opt.num_threads)
+        try:
+            plan = NativePlan(
+                OPS, view.layers, order, outputs, shapes, opts, None, frozenset(), plans.packs, False
+            )
+        except Exception as e:  # noqa: BLE001 - the recording path decides (and logs) what fails
+            log.debug("native plan: none from inferred shapes for %r: %s", view.blobs[index].name, e)
+            return None
+        finally:
+            release_code()
+        if plan.native_layers == 0 or not plans.checked(plan.signature()):
+            return None
+        saved = list(state.mats)
+        with plan.lock:
+            ret = plan.run(state, self._reference.forward, opts, opt)
+        if ret != 0:
+            # a numpy layer's output differs from its inferred shape: record this one
+            log.info("native plan: a numpy layer's output is not of its inferred shape; recording")
+            state.mats = saved
+            return None
+        plans.seen(key, shapes)
+        plans.add(key, plan, era)
+        state.partial = True
+        log.info(
+            "native plan for %r from inferred shapes: %d of %d layers native, %d segments, arena %d KiB",
+            view.blobs[index].name, plan.native_layers, len(order), len(plan.segments), plan.arena_bytes // 1024,
+        )  # fmt: skip
+        return 0
 
     def _record(
         self, state: BlobState, index: int, key: tuple, inputs: dict[int, Mat], opt: Option, opts
@@ -275,6 +355,7 @@ class NativeExecutor(Backend):
             # inputs are not judged: an elemsize-4 Mat may hold int32 values, a Dequantize's)
             return 0
         name = view.blobs[index].name
+        self._check_rules(order, inputs, shapes, opts)
         # blobs whose shapes differ from the family's last recording: a shape-loose plan
         # (numpy layers for them, their inputs' shapes masked in its key) when some inputs
         # kept theirs (a decode step: the kv cache and mask grow, the token's blobs do not)

@@ -239,6 +239,7 @@ class NativePlan:
         consts=None,
         dynamic: frozenset[int] = frozenset(),
         packs: Packs | None = None,
+        release_as_built: bool = True,
     ) -> None:
         d = dnnl_module()
         self.dnnl = d.get()
@@ -283,6 +284,7 @@ class NativePlan:
         self._work = 0
         # a list: each step's wall time is appended to it by every run (threads.py's fit)
         self.timing: list | None = None
+        self._release_as_built = release_as_built
         self._build(order, opts)
 
     # -- building ---------------------------------------------------------------------------
@@ -326,8 +328,11 @@ class NativePlan:
                 seg = Segment(d.Steps(self.dnnl))
             # primitive creation runs code the runs never need: given back as the build goes
             # (onednn.release_code), else all of it is resident at the end, the first
-            # extract's peak
-            release_code(when_grown=True)
+            # extract's peak. A later plan of the net (a new input shape, whose peak the first
+            # one's recording set) gives it back at the end alone: each release makes the next
+            # layer's creation fault its code in again
+            if self._release_as_built:
+                release_code(when_grown=True)
             try:
                 self._use_threads(step_threads.layer_work(layer, self.shapes))
                 taken = self._build_layer(layer, seg, chains.get(li, []), opts[li])
@@ -519,11 +524,12 @@ class NativePlan:
 
     def signature(self) -> tuple:
         """The plan's structure, without its shapes: per segment, the numpy layer it runs or
-        the layers its primitives belong to, in order, and the outputs. Two plans of one net
+        the layers its primitives belong to (each once, in order: a layout change or another
+        Winograd form is not a new structure), and the outputs. Two plans of one net
         with the same signature differ only in the sizes their steps were made for."""
         return (
             tuple(self.outputs),
-            tuple((seg.layer, tuple(li for li, _work in seg.owners)) for seg in self.segments),
+            tuple((seg.layer, tuple(dict.fromkeys(li for li, _work in seg.owners))) for seg in self.segments),
         )
 
     def packed(self, key: tuple, md) -> tuple | None:
@@ -561,6 +567,25 @@ class NativePlan:
             arrays.append(a)
         held = (wmem, bmem, arrays, self._parked_as.get(id(wmem)))
         self._packs.put(self._li, key, md, held, self._packs_era)
+
+    def shared(self, key: tuple, md, make: Callable[[], tuple]) -> tuple:
+        """What ``make()`` gives for the building layer (constants it derives from its
+        weights, with the arrays they are over), made once for the net's plans under (``key``,
+        ``md``) and kept beside its packed weights (``Packs``)."""
+        if self._packs is not None:
+            hit = self._packs.get(self._li, key, md)
+            if hit is not None:
+                self._keep.append(hit)
+                return hit
+        held = make()
+        self._keep.append(held)
+        if self._packs is not None:
+            self._packs.put(self._li, key, md, held, self._packs_era)
+        return held
+
+    def buffer_of(self, mem) -> np.ndarray:
+        """The array a memory ``prepack`` made is over."""
+        return self._backing[id(mem)]
 
     def prepack_at(self, src_mem, md):
         """``src_mem`` reordered into a new constant of layout ``md``: (memory, address)."""
@@ -803,8 +828,8 @@ class NativePlan:
     # -- running ------------------------------------------------------------------------------
     def run(self, state: BlobState, forward: Step, opts, opt: Option, capture: dict | None = None) -> int:
         """Compute the outputs into ``state.mats``, the numpy layers with ``forward``; 0, or
-        non-zero when a numpy layer's output no longer has the recorded shape (the caller then
-        runs the numpy path). ``capture`` gets a copy of every blob a native segment writes
+        non-zero when a native segment's input (a numpy layer's output) no longer has the
+        shape the plan was made for (the caller then runs the numpy path). ``capture`` gets a copy of every blob a native segment writes
         out, when it is written."""
         mats = state.mats
         light = bool(opt.lightmode)
@@ -820,10 +845,11 @@ class NativePlan:
                 ret = forward(state, seg.layer, self.layers[seg.layer], opts[seg.layer], light)
                 if ret != 0:
                     return ret
-                for t in self.layers[seg.layer].tops:
-                    m = mats[t]
-                    if m is None or (shape_of(m) != self.shapes.get(t) and t not in self.dynamic):
-                        return 1
+                # a numpy layer's result may take another shape than it had when the plan
+                # was made (a detection layer's box count): only a native segment that reads
+                # it needs the recorded one, and its import checks (``bindable``)
+                if any(mats[t] is None for t in self.layers[seg.layer].tops):
+                    return 1
                 continue
             # the imports are read at the recorded layout's strides (_mat_strides): a Mat of
             # the recorded shape whose channels sit elsewhere goes in as a repacked copy,
@@ -955,6 +981,7 @@ class NativePlans:
         self._refused: dict[tuple, set[int]] = {}
         self.packs = Packs()  # the weights packed for the plans, which new shapes reuse
         self._checked: set[tuple] = set()  # signatures of plans checked against the numpy layers
+        self._shapes_wrong = False  # a recording found a shape rule wrong (shapes.py)
 
     def seen(self, key: tuple, shapes: dict[int, tuple]) -> dict[int, tuple] | None:
         """The blob shapes of the last recording of ``key``'s family (None: the first);
@@ -963,6 +990,18 @@ class NativePlans:
             prev = self._seen.get(_family(key))
             self._seen[_family(key)] = dict(shapes)
             return prev
+
+    def last_seen(self, key: tuple) -> dict[int, tuple] | None:
+        """The blob shapes of the last recording of ``key``'s family, left as they are."""
+        with self._lock:
+            return self._seen.get(_family(key))
+
+    def trusts_shapes(self) -> bool:
+        """Whether plans may be made from inferred shapes (no recording found a rule wrong)."""
+        return not self._shapes_wrong
+
+    def distrust_shapes(self) -> None:
+        self._shapes_wrong = True
 
     def loose_key(self, key: tuple, inputs: frozenset[int] | None = None) -> tuple | None:
         """``key`` with the shapes of its family's varying inputs masked (``inputs``, or the
@@ -1074,6 +1113,7 @@ class NativePlans:
             self._extras.clear()
             self._refused.clear()
             self._checked.clear()
+            self._shapes_wrong = False
         self.packs.clear()
 
     def __len__(self) -> int:

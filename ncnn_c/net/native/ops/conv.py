@@ -160,10 +160,7 @@ def packed_weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: 
     """(weights memory in layout ``md``, bias memory or None), the folded affine layers
     applied: the ones an earlier plan of the net packed when it asked for the same (layout,
     dims, folded coefficients), else made and offered to later plans (``NativePlan.packed``)."""
-    key = (
-        layer.type, tuple(wdims), wtag,
-        None if scale is None else scale.tobytes(), None if shift is None else shift.tobytes(),
-    )  # fmt: skip
+    key = (wtag, *weights_key(layer, wdims, scale, shift))
     hit = plan.packed(key, md)
     if hit is not None:
         return hit
@@ -171,6 +168,15 @@ def packed_weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: 
     wpacked = plan.prepack(wmem, md)
     plan.keep_packed(key, md, wpacked, bmem)
     return wpacked, bmem
+
+
+def weights_key(layer, wdims, scale, shift) -> tuple:
+    """What decides a layer's folded weights besides the layer: their dims and the folded
+    affine coefficients."""
+    return (
+        layer.type, tuple(wdims),
+        None if scale is None else scale.tobytes(), None if shift is None else shift.tobytes(),
+    )  # fmt: skip
 
 
 def weights(plan: NativePlan, layer, wdims, scale, shift, oc: int, wtag: str):
@@ -216,7 +222,7 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
     _, w, h, _, c, _, _ = ishape
     _, ow, oh, _, oc, _, _ = oshape
     kw, kh = layer.kernel_w, layer.kernel_h
-    if layer.weight_data.elemsize != 4:
+    if not layer.weights_parked() and layer.weight_data.elemsize != 4:
         raise Unsupported("weights not fp32")
     groups = layer.group_count() if hasattr(layer, "group_count") else int(getattr(layer, "group", 1) or 1)
     if c % groups or oc % groups:
@@ -247,7 +253,8 @@ def convolution(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> No
         acts = [activation_op(act, getattr(layer, "activation_params", None))] if act else []
         geometry = (c, h, w, oc, oh, ow, t, l)
         folded = functools.partial(folded_weights, layer, wdims, scale, shift, oc)
-        if winograd.convolution(plan, layer, seg, bottom, geometry, folded, acts + post):
+        fold_key = weights_key(layer, wdims, scale, shift)
+        if winograd.convolution(plan, layer, seg, bottom, geometry, folded, fold_key, acts + post):
             return
     has_bias = bool(layer.bias_term) or scale is not None
     bmd = dn.md((oc,), "a") if has_bias else None
@@ -306,7 +313,7 @@ def inner_product(plan: NativePlan, layer, seg: Segment, scale, shift, post) -> 
     ishape, oshape = plan.shape(layer.bottoms[0]), plan.shape(layer.tops[0])
     if ishape[0] not in (1, 3) or oshape[0] != 1:
         raise Unsupported("needs a 1-D or 3-D input and a 1-D output")
-    if layer.weight_data.elemsize != 4:
+    if not layer.weights_parked() and layer.weight_data.elemsize != 4:
         raise Unsupported("weights not fp32")
     src = plan.value(seg, layer.bottoms[0])
     oc = layer.num_output

@@ -258,13 +258,15 @@ def convolution(
     bottom: int,
     geometry: tuple,
     folded: Callable[[], tuple],
+    fold_key: tuple,
     acts: list,
 ) -> bool:
     """Add the convolution ``layer`` reading ``bottom`` as a Winograd step if it is 3x3,
     stride 1, ungrouped and the rule (or ``NCNN_C_WINOGRAD``) picks it: True when added,
     False when the direct kernel should run. ``geometry`` = (c, h, w, oc, oh, ow, pad_top,
     pad_left); ``folded()`` gives the weights (oc, c, 3, 3) and bias (oc,) or None with the
-    folded layers applied; ``acts`` the eltwise ops after it (a binary post-op makes it
+    folded layers applied (called only when the net has no transformed weights for them yet:
+    ``fold_key`` says what else decides their values); ``acts`` the eltwise ops after it (a binary post-op makes it
     decline)."""
     c, h, w, oc, oh, ow, pad_t, pad_l = geometry
     taps = [
@@ -294,16 +296,10 @@ def convolution(
     m = choose(c, oc, oh, ow, lanes) if force is None else force
     if not m:
         return False
-    weight, bias = folded()
     n = m + 2
     tiles_w, tiles_h = -(-ow // m), -(-oh // m)
     tiles = tiles_w * tiles_h
     kp, np_ = -(-c // lanes) * lanes, -(-oc // lanes) * lanes
-    u = np.zeros((n * n, kp, np_), np.float32)
-    transform_weights(weight, m, u[:, :c, :oc])
-    bias_p = np.zeros(np_, np.float32)
-    if bias is not None:
-        bias_p[:oc] = bias
     fused = (0, 0.0, 0.0)
     rest = list(acts)
     own = _FUSED[rest[0][0]](*rest[0][1:]) if rest and rest[0][0] in _FUSED else None
@@ -336,13 +332,25 @@ def convolution(
     finally:
         mod.call("ncnnc_wino_set_threads", before)
     umd = mm.md("weights", (n * n, kp, ng))
-    upacked: list = []
-    keep_u: tuple = ()
-    for g in range(groups):  # U's columns of each group, packed once
-        plain = dn.memory(dn.md((n * n, kp, ng), strides=(kp * np_, np_, 1)), u.ctypes.data + 4 * g * ng)
-        upacked.append(plan.prepack(plain, umd))
-        if upacked[-1] is plain:
-            keep_u = (u,)  # else the packed copies are all the plan keeps
+
+    def transformed() -> tuple:
+        """(U's columns of each group packed for the matmul, the padded bias, the arrays
+        they are over): made once per net for a layout, as the direct kernel's weights are."""
+        weight, bias = folded()
+        u = np.zeros((n * n, kp, np_), np.float32)
+        transform_weights(weight, m, u[:, :c, :oc])
+        bias_p = np.zeros(np_, np.float32)
+        if bias is not None:
+            bias_p[:oc] = bias
+        upacked: list = []
+        arrays: list = [bias_p]
+        for g in range(groups):
+            plain = dn.memory(dn.md((n * n, kp, ng), strides=(kp * np_, np_, 1)), u.ctypes.data + 4 * g * ng)
+            upacked.append(plan.prepack(plain, umd))
+            arrays.append(u if upacked[-1] is plain else plan.buffer_of(upacked[-1]))
+        return upacked, bias_p, arrays
+
+    upacked, bias_p, keep_u = plan.shared(("winograd", m, kp, np_, ng, *fold_key), umd, transformed)
 
     # each slot (thread) has V, M and the matmul's scratchpad in the scratch, its own memories
     # over them (bound by the step at each run) and its own stream
@@ -381,7 +389,7 @@ def convolution(
         ),
     )  # fmt: skip
     fn = mod.address("ncnnc_wino_run")
-    keep = (ctx, bias_p, matmul, upacked, vmems, mmems, spmems, runners, ptrs, *keep_u)
+    keep = (ctx, bias_p, matmul, upacked, vmems, mmems, spmems, runners, ptrs, keep_u)
     step = d.Kernel(fn, mod.address(ctx), keep)
 
     want = dn.md(sdims, tag)
