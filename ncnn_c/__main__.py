@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("ncnn_c.tools.bench", "latency of a model (min / median / max ms)"),
     "info": ("ncnn_c.tools.info", "versions, Vulkan devices and their features, the cache location"),
     "run": ("ncnn_c.tools.run", "run a model on one image: top classes with labels, or output stats"),
+    "detect": ("ncnn_c.tools.detect", "NanoDet-m object detection on images: boxes drawn into PNGs"),
     "capi": ("ncnn_c.tools.capi", "build / locate the C library (--build [--prefix DIR], --cflags, --libs)"),
     "cache": ("ncnn_c.tools.cache_cli", "pipeline cache files: inspect, verify, build ahead of time"),
 }
