@@ -279,9 +279,12 @@ def test_a_chain_of_tiny_layers_is_one_native_segment():
 
 def test_shapes_that_change_on_every_extract_stop_recording(monkeypatch):
     """An LLM's decode steps grow the kv cache by one token per extract: every shape is new,
-    so plans would be built and never used. After WASTED_LIMIT unused plans leave the LRU,
-    the net records no more (the numpy layers run, correctly)."""
+    so plans would be built and never used. After WASTED_LIMIT unused recorded plans leave
+    the LRU, the net records no more (the numpy layers run, correctly). Plans made from
+    inferred shapes cost little and do not count (a letterbox stream keeps native speed):
+    every plan is recorded here (NCNN_C_NATIVE_CHECK=every), as a decoder's are."""
     monkeypatch.setattr(native.plan, "CAPACITY", 2)
+    monkeypatch.setenv("NCNN_C_NATIVE_CHECK", "every")
     net = _net()
     plans = net._native.plans
     sizes = list(range(64, 64 + 8 * (2 + native.plan.WASTED_LIMIT + 2), 8))
@@ -295,6 +298,31 @@ def test_shapes_that_change_on_every_extract_stop_recording(monkeypatch):
     assert plans.built == built  # nothing recorded any more
     net.clear()
     assert plans.wasted == 0
+
+
+def test_cheap_plans_never_stop_the_recording(monkeypatch):
+    """Sizes that change on every extract, planned from inferred shapes: none counts as
+    wasted (only the first size's recorded one does), every size gets a native plan, and the arenas of all but the RESIDENT plans used
+    last go back to the system (their pages), coming back at their next run."""
+    monkeypatch.setattr(native.plan, "CAPACITY", 6)
+    monkeypatch.delenv("NCNN_C_NATIVE_STRICT", raising=False)
+    monkeypatch.delenv("NCNN_C_NATIVE_CHECK", raising=False)
+    net = _net()
+    plans = net._native.plans
+    sizes = list(range(64, 64 + 8 * 12, 8))
+    for size in sizes:
+        _run(net, _x(size, (3, size, size)))
+    # the first size's plan, recorded, left the LRU unused: the one that counts
+    assert plans.wasted == 1 and plans.built == len(sizes)
+    kept = list(plans._plans.values())
+    resident = [p.arena_resident for ps in kept for p in ps]
+    assert resident == [False] * (len(resident) - native.plan.RESIDENT) + [True] * native.plan.RESIDENT
+    size = sizes[-6]  # the oldest kept: its arena went back
+    x = _x(size, (3, size, size))
+    got = _run(net, x)
+    assert plans.built == len(sizes)  # it ran its plan again, nothing new
+    net._native.enabled = False
+    assert_close(got, _run(net, x), 1e-5)  # against the numpy layers
 
 
 # -- lifetime against other threads ------------------------------------------------------------

@@ -41,9 +41,12 @@ from . import threads as step_threads
 
 log = logging.getLogger("ncnn_c")
 
-# plans kept per net (LRU over input shapes and option values), instances per shape (threads)
-CAPACITY = 8
+# plans kept per net (LRU over input shapes and option values), instances per shape
+# (threads); the arenas of all but the RESIDENT plans used last go back to the system until
+# their next run (a letterbox stream of 32 sizes keeps 32 plans, not 32 arenas' pages)
+CAPACITY = 32
 INSTANCES = 4
+RESIDENT = 4
 
 
 def dnnl_module():
@@ -285,6 +288,9 @@ class NativePlan:
         # a list: each step's wall time is appended to it by every run (threads.py's fit)
         self.timing: list | None = None
         self._release_as_built = release_as_built
+        # made from inferred shapes (no recording): dropping it unused wastes little
+        self.cheap = not release_as_built
+        self.arena_resident = True
         self._build(order, opts)
 
     # -- building ---------------------------------------------------------------------------
@@ -826,11 +832,23 @@ class NativePlan:
         self.arena_bytes = top
 
     # -- running ------------------------------------------------------------------------------
+    def release_arena(self) -> None:
+        """Give the arena's pages back to the system while the plan is idle (a run touches
+        them in again, as a fresh plan's first run does): nothing lives in it between runs."""
+        if not self.arena_resident or not self.lock.acquire(blocking=False):
+            return
+        try:
+            give_back_pages(self.arena)
+            self.arena_resident = False
+        finally:
+            self.lock.release()
+
     def run(self, state: BlobState, forward: Step, opts, opt: Option, capture: dict | None = None) -> int:
         """Compute the outputs into ``state.mats``, the numpy layers with ``forward``; 0, or
         non-zero when a native segment's input (a numpy layer's output) no longer has the
         shape the plan was made for (the caller then runs the numpy path). ``capture`` gets a copy of every blob a native segment writes
         out, when it is written."""
+        self.arena_resident = True
         mats = state.mats
         light = bool(opt.lightmode)
         blob_allocator = opt.blob_allocator
@@ -874,6 +892,26 @@ class NativePlan:
                 if capture is not None:
                     capture[blob] = np.array(m.numpy(), copy=True)
         return 0
+
+
+_MADV_DONTNEED = 4
+
+
+def give_back_pages(a: np.ndarray) -> None:
+    """MADV_DONTNEED over the whole pages inside ``a``'s buffer: they read as zeros after."""
+    import ctypes
+
+    page = 4096
+    start = -(-a.ctypes.data // page) * page
+    end = (a.ctypes.data + a.nbytes) // page * page
+    if end <= start:
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        libc.madvise(start, end - start, _MADV_DONTNEED)
+    except (OSError, AttributeError) as e:
+        log.debug("native plan: an idle arena stays resident (%s)", e)
 
 
 def reorder(dn, src_mem, dst_mem, *keep) -> None:
@@ -1055,11 +1093,27 @@ class NativePlans:
             if not plans:
                 return None
             self._plans.move_to_end(key)
+            got = None
             for p in plans:
                 if p.lock.acquire(blocking=False):
                     self._uses[id(p)] = self._uses.get(id(p), 0) + 1
-                    return p
-        return None
+                    got = p
+                    break
+            idle = self._idle()
+        self._release_idle(idle)
+        return got
+
+    def _idle(self) -> list:
+        """The plans past the RESIDENT keys used last whose arenas are resident (lock held)."""
+        if len(self._plans) <= RESIDENT:
+            return []
+        keys = list(self._plans)[:-RESIDENT]
+        return [p for k in keys for p in self._plans[k] if getattr(p, "arena_resident", False)]
+
+    @staticmethod
+    def _release_idle(idle: list) -> None:
+        for p in idle:
+            p.release_arena()
 
     def wanted(self, key: tuple) -> bool:
         with self._lock:
@@ -1077,7 +1131,8 @@ class NativePlans:
             while len(self._plans) > CAPACITY:
                 _, dropped = self._plans.popitem(last=False)
                 for p in dropped:
-                    if not self._uses.pop(id(p), 0):
+                    # a plan made from inferred shapes cost little: only recorded ones count
+                    if not self._uses.pop(id(p), 0) and not getattr(p, "cheap", False):
                         self.wasted += 1
                         if self.wasted == WASTED_LIMIT:
                             log.info(
@@ -1085,6 +1140,8 @@ class NativePlans:
                                 "records no new plans (its numpy layers run)"
                             )
             self.built += 1
+            idle = self._idle()
+        self._release_idle(idle)
 
     def checked(self, signature: tuple) -> bool:
         """Whether a plan of this structure was checked against the numpy layers."""
