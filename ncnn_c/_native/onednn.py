@@ -155,6 +155,22 @@ def _release_code_pages(name: str) -> None:
         log.debug("oneDNN: its code pages stay mapped (%s)", e)
 
 
+def give_back_pages(address: int, nbytes: int) -> None:
+    """MADV_DONTNEED over the whole pages inside a buffer of ours (an idle plan's arena): the
+    system takes them back, and they read as zeros when touched again."""
+    page = 4096
+    start = -(-address // page) * page
+    end = (address + nbytes) // page * page
+    if end <= start:
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        libc.madvise(start, end - start, MADV_DONTNEED)
+    except (OSError, AttributeError) as e:
+        log.debug("an idle buffer's pages stay resident (%s)", e)
+
+
 # file-backed resident pages (statm's "shared") when libdnnl's code was last given back
 _file_pages_after_release = 0
 RELEASE_STEP = 512  # pages: touched since the last release before ``release_code(True)`` acts

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._native.csteps import CSteps, Unsupported  # noqa: F401 - the ops import both from here
-from ..._native.onednn import release_code
+from ..._native.onednn import give_back_pages, release_code
 from ..._native.onednn import set_threads as set_omp_threads
 from ...layer import Layer
 from ...mat import Mat, _cstep_for
@@ -838,7 +838,7 @@ class NativePlan:
         if not self.arena_resident or not self.lock.acquire(blocking=False):
             return
         try:
-            give_back_pages(self.arena)
+            give_back_pages(self.arena.ctypes.data, self.arena.nbytes)
             self.arena_resident = False
         finally:
             self.lock.release()
@@ -892,26 +892,6 @@ class NativePlan:
                 if capture is not None:
                     capture[blob] = np.array(m.numpy(), copy=True)
         return 0
-
-
-_MADV_DONTNEED = 4
-
-
-def give_back_pages(a: np.ndarray) -> None:
-    """MADV_DONTNEED over the whole pages inside ``a``'s buffer: they read as zeros after."""
-    import ctypes
-
-    page = 4096
-    start = -(-a.ctypes.data // page) * page
-    end = (a.ctypes.data + a.nbytes) // page * page
-    if end <= start:
-        return
-    try:
-        libc = ctypes.CDLL(None)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        libc.madvise(start, end - start, _MADV_DONTNEED)
-    except (OSError, AttributeError) as e:
-        log.debug("native plan: an idle arena stays resident (%s)", e)
 
 
 def reorder(dn, src_mem, dst_mem, *keep) -> None:
