@@ -133,10 +133,15 @@ def discover_int8(selected: list[str] | None) -> list[Model]:
     return [Model(p.stem, p, int8_weights(p), int8=True) for p in params]
 
 
-def discover(selected: list[str] | None) -> list[Model]:
+def discover(selected: list[str] | None, extra_dirs: tuple[Path, ...] = (), make=None) -> list:
+    """The benchmark models (every ``*.param`` of the benchmark folder and of ``extra_dirs``,
+    and SqueezeNet with its real weights), or the ``selected`` ones by name or path, each
+    made by ``make(name, param, weights)`` (default: ``Model``)."""
+    make = make or Model
     bench_dir = SHARED_DIR if SHARED_DIR.is_dir() else REPO_DIR
-    models = [Model(p.stem, p, None) for p in sorted(bench_dir.glob("*.param"))]
-    models.append(Model(SQUEEZENET[0].stem, SQUEEZENET[0], SQUEEZENET[1]))
+    params = sorted(bench_dir.glob("*.param")) + [p for d in extra_dirs for p in sorted(d.glob("*.param"))]
+    models = [make(p.stem, p, None) for p in params]
+    models.append(make(SQUEEZENET[0].stem, SQUEEZENET[0], SQUEEZENET[1]))
     if not selected:
         return models
     by_name = {m.name.lower(): m for m in models}
@@ -146,7 +151,7 @@ def discover(selected: list[str] | None) -> list[Model]:
         if m is None and Path(s).is_file():
             p = Path(s)
             w = p.with_suffix(".bin")
-            m = Model(p.stem, p, w if w.is_file() else None)
+            m = make(p.stem, p, w if w.is_file() else None)
         if m is None:
             raise UsageError(f"unknown model {s!r}; known: {', '.join(sorted(by_name))}")
         out.append(m)

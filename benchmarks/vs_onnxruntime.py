@@ -78,28 +78,10 @@ class Row:
 
 
 def discover(selected: list[str] | None) -> list[Model]:
-    from vs_ncnn import REPO_DIR, SHARED_DIR, SQUEEZENET
+    """vs_ncnn.py's models and ``models/benchmark_cpu``'s."""
+    from vs_ncnn import discover as ncnn_models
 
-    bench_dir = SHARED_DIR if SHARED_DIR.is_dir() else REPO_DIR
-    params = sorted(bench_dir.glob("*.param")) + sorted(CPU_DIR.glob("*.param"))
-    models = [Model(p.stem, p) for p in params]
-    models.append(Model(SQUEEZENET[0].stem, SQUEEZENET[0], SQUEEZENET[1]))
-    if not selected:
-        return models
-    by_name = {m.name.lower(): m for m in models}
-    out = []
-    for s in selected:
-        m = by_name.get(s.lower())
-        if m is None and Path(s).is_file():
-            p = Path(s)
-            w = p.with_suffix(".bin")
-            m = Model(p.stem, p, w if w.is_file() else None)
-        if m is None:
-            from ncnn_c.tools.bench import UsageError
-
-            raise UsageError(f"unknown model {s!r}; known: {', '.join(sorted(by_name))}")
-        out.append(m)
-    return out
+    return ncnn_models(selected, (CPU_DIR,), Model)
 
 
 def _newer(target: Path, *sources: Path) -> bool:

@@ -17,6 +17,7 @@ in strict mode, so every network and layer test checks the rules too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
@@ -96,10 +97,7 @@ def _inner_product(layer, b, opt):
     s = b[0]
     if len(s) == 2 and s[1] == num_input:
         return [(s[0], layer.num_output)]
-    total = 1
-    for n in s:
-        total *= n
-    return [(layer.num_output,)] if total == num_input else None
+    return [(layer.num_output,)] if math.prod(s) == num_input else None
 
 
 def _concat(layer, b, opt):
@@ -184,13 +182,7 @@ def _reshape(layer, b, opt):
     out = layer.out_shape(_like(b[0]), None)
     if out is None:
         return None
-    total = 1
-    for n in b[0]:
-        total *= n
-    got = 1
-    for n in out:
-        got *= n
-    return [tuple(out)] if got == total else None
+    return [tuple(out)] if math.prod(out) == math.prod(b[0]) else None
 
 
 def _binary(layer, b, opt):
