@@ -57,15 +57,136 @@ def test_the_streak_must_span_the_hold(monkeypatch):
         now[0] = 100.0 + t
         return state.threads(2)
 
-    assert [at(0.0), at(0.1), at(0.2)] == [2, 2, 2]  # three busy reads within 0.2 s
+    assert [at(0.0), at(0.2)] == [2, 2]  # two busy reads within 0.2 s
     load.running = 1
-    assert at(0.35) == 2 and not state.busy  # a quiet read: the span starts again
+    assert at(0.35) == 2 and not state.busy  # a third read, quiet: the span starts again
     load.running = 18
     assert [at(0.4), at(0.6)] == [2, 2] and not state.busy
     assert at(0.71) == 1 and state.busy  # 0.31 s of busy reads
     load.running = 1
     assert [at(0.8), at(1.0), at(1.11)] == [1, 1, 2]  # as long to be quiet again
     assert not state.busy
+
+
+@pytest.mark.parametrize(
+    ("running", "own", "busy"),
+    [
+        (2, 2, False),  # the caller and its worker, still spinning: a quiet 2-CPU machine
+        (2, 1, True),  # the caller and another runtime's spinning worker
+        (3, 2, True),
+        (1, 1, False),
+        (4, 4, True),  # this process's threads beyond the run's two compete as others do
+        (2, None, False),  # no own count: the run's two threads are taken as runnable
+    ],
+)
+def test_own_runnable_threads_are_counted_when_the_load_cannot_tell(monkeypatch, running, own, busy):
+    monkeypatch.setenv("NCNN_C_CONTENTION", "1")
+    asked = []
+
+    def own_threads(num_threads):
+        asked.append(num_threads)
+        return own
+
+    state = contention.Contention(Load(running), cpus=2, hold=0.0, own=own_threads)
+    for _ in range(contention.STREAK + 1):
+        state.threads(2)
+    assert state.busy is busy
+    # the own threads are read only where the load figure alone is ambiguous
+    assert bool(asked) == (running == 2)
+
+
+def _thread(target):
+    """A started thread running ``target(stop)``, and its kernel id once it runs."""
+    import threading
+
+    stop = threading.Event()
+    ids = []
+
+    def run():
+        ids.append(threading.get_native_id())
+        target(stop)
+
+    t = threading.Thread(target=run)
+    t.start()
+    while not ids:
+        pass
+    return t, stop, ids[0]
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass
+
+
+def test_own_threads_count_the_team_alone():
+    """A spinning thread of this process counts only when it is one of the team's; a
+    sleeping one never does."""
+    import threading
+
+    spinner, stop_spin, spin_id = _thread(_spin)
+    sleeper, stop_sleep, sleep_id = _thread(lambda stop: stop.wait())
+    me = threading.get_native_id()
+    try:
+        outside = contention.OwnThreads(team=lambda n: [me])
+        assert [outside(2) for _ in range(5)] == [1] * 5  # the spinner is not the team's
+        inside = contention.OwnThreads(team=lambda n: [me, spin_id, sleep_id])
+        counts = [inside(3) for _ in range(50)]
+        assert max(counts) == 2 and min(counts) >= 1  # caller + spinner; the sleeper never
+        assert contention.OwnThreads(team=lambda n: None)(2) is None
+    finally:
+        stop_spin.set()
+        stop_sleep.set()
+        spinner.join()
+        sleeper.join()
+    # a worker of the team ends (libgomp made its pool anew): its file fails, the team is
+    # asked again
+    brief, stop_brief, brief_id = _thread(lambda stop: stop.wait())
+    teams = [[me, brief_id], [me]]
+    gone = contention.OwnThreads(team=lambda n: teams.pop(0))
+    assert gone(2) == 1 and len(teams) == 1
+    stop_brief.set()
+    brief.join()
+    assert gone(2) == 1 and not teams
+
+
+def test_own_threads_real_team():
+    """The OpenMP team of the native extensions: its size, the caller first."""
+    import threading
+
+    from ncnn_c.net.native.ops import winograd
+
+    if winograd.kernels() is None:
+        pytest.fail("the _winograd extension is not built")
+    tids = winograd.team_tids(2)
+    assert tids is not None and len(tids) == 2 and tids[0] == threading.get_native_id()
+    assert len(set(tids)) == 2
+    assert winograd.team_tids(2) == tids  # libgomp keeps the caller's pool workers
+    own = contention.OwnThreads()
+    assert 1 <= own(2) <= 2
+
+
+def test_a_quarter_of_quiet_reads_does_not_restart_the_span(monkeypatch):
+    """A load the reads see three times in four (a spinning worker now and then off its
+    core) still makes the machine busy once the span is over; more quiet reads restart it."""
+    monkeypatch.setenv("NCNN_C_CONTENTION", "1")
+    load = Load(18)
+    now = [0.0]
+    state = contention.Contention(load, cpus=16, hold=0.3, clock=lambda: now[0])
+    seen = []
+    for i, running in enumerate([18, 18, 18, 1, 18, 18, 18]):
+        now[0] = 0.05 * i
+        load.running = running
+        state.threads(2)
+        seen.append(state.busy)
+    # busy at the first busy read 0.3 s after the first, the quiet one between not counting
+    assert seen == [False] * 6 + [True]
+    # quiet again, with half of the reads busy: never
+    state2 = contention.Contention(load, cpus=16, hold=0.3, clock=lambda: now[0])
+    for i in range(20):
+        now[0] = 0.05 * i
+        load.running = 18 if i % 2 else 1
+        state2.threads(2)
+    assert not state2.busy
 
 
 def test_an_isolated_read_does_not_flip(load):
@@ -158,8 +279,26 @@ def test_busy_runs_measure_both_counts_then_take_the_faster(load):
         state.record(key, t, 0.010 if t == 1 else 0.004)  # two threads faster here
     assert seen == [1] * n + [2] * n
     choices = [state.threads(2, key) for _ in range(contention.PROBE)]
-    # two threads from now on, one probe of one thread among every PROBE extracts
+    # two threads from now on, one probe of one thread after PROBE extracts
     assert choices.count(2) == contention.PROBE - 1 and choices.count(1) == 1
+
+
+def test_probes_that_change_nothing_come_less_often(load):
+    state = contention.STATE
+    _busy(state, load)
+    key = "k"
+    for _ in range(2 * contention.SAMPLES):
+        t = state.threads(2, key)
+        state.record(key, t, 0.010 if t == 1 else 0.004)
+    picks = []
+    for _ in range(600):
+        t = state.threads(2, key)
+        picks.append(t)
+        state.record(key, t, 0.010 if t == 1 else 0.004)
+    at = [i for i, t in enumerate(picks) if t == 1]
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    assert gaps[:3] == [contention.PROBE, contention.PROBE * 2, contention.PROBE * 4]
+    assert max(gaps) == contention.PROBE_MAX
 
 
 def test_a_probe_that_finds_one_thread_faster_switches_back(load):

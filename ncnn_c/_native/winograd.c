@@ -23,6 +23,8 @@
    (winograd_kernels.h) and picked at run time: AVX-512 / AVX2 builds on x86-64 where the
    CPU has them, the compiler's baseline vectors everywhere. */
 #include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include "oneapi/dnnl/dnnl.h"
@@ -150,6 +152,23 @@ int ncnnc_wino_lanes(void)
 int ncnnc_wino_threads(void)
 {
     return omp_get_max_threads();
+}
+
+/* the kernel thread ids of the calling thread's OpenMP team of n (libgomp keeps a caller's
+   pool workers from one region of a size to the next): out[i] is team thread i's, out holds n;
+   returns the team's size (what net/native/contention.py counts as the run's own threads) */
+int ncnnc_wino_team_tids(int n, int *out)
+{
+    int size = 0;
+#pragma omp parallel num_threads(n > 0 ? n : 1)
+    {
+        const int i = omp_get_thread_num();
+        if (i < n)
+            out[i] = (int)syscall(SYS_gettid);
+#pragma omp single
+        size = omp_get_num_threads();
+    }
+    return size;
 }
 
 /* sets the calling thread's OpenMP thread count, returns the one before: the matmul is

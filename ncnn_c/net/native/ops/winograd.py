@@ -104,6 +104,18 @@ def kernels():
     return _STEPS if _STEPS.loaded() else None
 
 
+def team_tids(n: int) -> list[int] | None:
+    """The kernel thread ids of the calling thread's OpenMP team of ``n`` threads (the pool
+    that the plan's steps and oneDNN's primitives run on), the caller's first; None without
+    the extension."""
+    mod = kernels()
+    if mod is None or n < 1:
+        return None
+    out = mod.new("int[]", n)
+    size = int(mod.call("ncnnc_wino_team_tids", n, out))
+    return [int(out[i]) for i in range(min(size, n))]
+
+
 def nhwc_lanes() -> int:
     """Channels per vector on nhwc, where any width works: the widest the CPU has (16 on
     AVX-512, else 8)."""
