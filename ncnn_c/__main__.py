@@ -18,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("ncnn_c.tools.info", "versions, Vulkan devices and their features, the cache location"),
     "run": ("ncnn_c.tools.run", "run a model on one image: top classes with labels, or output stats"),
     "detect": ("ncnn_c.tools.detect", "NanoDet-m object detection on images: boxes drawn into PNGs"),
+    "generate": (
+        "ncnn_c.tools.generate",
+        "generate tokens with an ncnn LLM decoder (kv cache, greedy / top-k / top-p)",
+    ),
     "capi": ("ncnn_c.tools.capi", "build / locate the C library (--build [--prefix DIR], --cflags, --libs)"),
     "cache": ("ncnn_c.tools.cache_cli", "pipeline cache files: inspect, verify, build ahead of time"),
 }

@@ -217,13 +217,11 @@ def llm_inputs(spec: LLMSpec, cur: int, past: int, rng: np.random.Generator) -> 
     """in0..in3 of one step: token embeddings (cur, hidden), the causal mask (cur, past + cur),
     rope cos / sin (cur, rope_half) at positions past.. (theta 1e6; the values do not matter to
     the timing, real ones make the comparison mean something)."""
+    from .generate import causal_mask, inv_freq, rope
+
     emb = rng.standard_normal((cur, spec.hidden)).astype(np.float32)
-    mask = np.zeros((cur, past + cur), np.float32)
-    for i in range(cur):
-        mask[i, past + i + 1 :] = -np.inf
-    inv = 1e6 ** (-np.arange(spec.rope_half, dtype=np.float64) / spec.rope_half)
-    angle = np.arange(past, past + cur)[:, None] * inv[None]
-    return [emb, mask, np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)]
+    cos, sin = rope(past, cur, inv_freq(spec.rope_half, 1e6))
+    return [emb, causal_mask(cur, past), cos, sin]
 
 
 def llm_step(lib, decoder, proj_out, spec: LLMSpec, arrays, cache):
