@@ -17,7 +17,11 @@ prefill of ``--prefill`` tokens with an empty kv cache, then ``--decode`` single
 each fed the kv cache the step before returned; the last position's hidden state goes through
 the ``*_proj_out.ncnn.param`` beside the decoder, when there is one, to the logits. Prints
 prefill and decode tokens/s (medians over the loops), then the PyPI ``ncnn``'s on the same
-files and weights, or a line saying it is not installed.
+files and weights, or a line saying it is not installed. Under each, what a decode step
+reads (every weight of the decoder and the head once, at the storage loaded, and the kv
+cache it was fed) and so the bytes per second the decode reached, against the memory
+bandwidth measured on the spot (``ncnn_c.tools.bandwidth``: the CPU's read rate at
+``--threads``, or the GPU's device-to-device copy rate).
 
 Exit codes: 0 done, 1 the model failed to load or to run, 2 usage error.
 
@@ -255,22 +259,32 @@ def llm_step(lib, decoder, proj_out, spec: LLMSpec, arrays, cache):
     return np.array(logits).reshape(-1).copy(), new_cache
 
 
+def mat_bytes(m) -> int:
+    """The bytes of a Mat's values (either library's), padding left out."""
+    return 0 if m.empty() else m.w * m.h * m.d * m.c * m.elemsize
+
+
 def llm_generate(lib, decoder, proj_out, spec: LLMSpec, prefill: int, decode: int, seed: int = 0):
     """A prefill of ``prefill`` tokens and ``decode`` single-token steps: (the logits of every
-    step, the prefill's seconds, each decode step's seconds). The inputs depend on ``seed``
-    only, so two libraries see the same ones."""
+    step, the prefill's seconds, each decode step's seconds, the kv-cache bytes each decode
+    step was fed). The inputs depend on ``seed`` only, so two libraries see the same ones."""
     rng = np.random.default_rng(seed)
-    outputs, times = [], []
-    cache, past = None, 0
+    outputs: list[np.ndarray] = []
+    times: list[float] = []
+    cache_bytes: list[int] = []
+    cache: list | None = None
+    past = 0
     for step in range(1 + decode):
         cur = prefill if step == 0 else 1
         arrays = llm_inputs(spec, cur, past, rng)
+        if cache is not None:
+            cache_bytes.append(sum(mat_bytes(m) for m in cache))
         t0 = time.perf_counter()
         logits, cache = llm_step(lib, decoder, proj_out, spec, arrays, cache)
         times.append(time.perf_counter() - t0)
         outputs.append(logits)
         past += cur
-    return outputs, times[0], times[1:]
+    return outputs, times[0], times[1:], cache_bytes
 
 
 def proj_out_path(param: str) -> Path | None:
@@ -310,16 +324,55 @@ def load_llm(lib, param: str, model: str | None, device: str, threads: int):
     return decoder, _load_fp32(lib, proj, weights, device, threads)
 
 
-def bench_llm_lib(lib, args, spec: LLMSpec) -> tuple[float, float]:
-    """(prefill tokens/s, decode tokens/s) of ``lib``: medians over ``args.loops`` runs."""
+def bench_llm_lib(lib, args, spec: LLMSpec) -> tuple[float, float, float]:
+    """(prefill tokens/s, decode tokens/s, the kv-cache bytes a decode step read on average)
+    of ``lib``: medians over ``args.loops`` runs."""
     decoder, proj = load_llm(lib, args.param, args.model, args.device, args.threads)
     prefill, decode = [], []
+    cache = 0.0
     for i in range(args.warmup + args.loops):
-        _, t_prefill, t_decode = llm_generate(lib, decoder, proj, spec, args.prefill, args.decode)
+        _, t_prefill, t_decode, cache_bytes = llm_generate(
+            lib, decoder, proj, spec, args.prefill, args.decode
+        )
         if i >= args.warmup:
             prefill.append(args.prefill / t_prefill)
             decode.append(len(t_decode) / sum(t_decode) if t_decode else 0.0)
-    return statistics.median(prefill), statistics.median(decode)
+            cache = statistics.fmean(cache_bytes) if cache_bytes else 0.0
+    return statistics.median(prefill), statistics.median(decode), cache
+
+
+class _Traffic:
+    """What a decode step reads (every weight once, the kv cache) and the device's measured
+    memory bandwidth (``tools/bandwidth.py``): the decode's share of it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import ncnn_c
+
+        from . import bandwidth
+
+        # counted on CPU nets: a Vulkan net may give its host copies back after the upload
+        decoder, proj = load_llm(ncnn_c, args.param, args.model, "cpu", args.threads)
+        self.weights = bandwidth.weight_bytes(decoder) + (bandwidth.weight_bytes(proj) if proj else 0)
+        del decoder, proj
+        gpu = args.device == "vulkan" and ncnn_c.get_gpu_count() > 0
+        vkdev = ncnn_c.get_gpu_device(ncnn_c.get_default_gpu_index()) if gpu else None
+        if vkdev is not None:
+            self.rate = bandwidth.vulkan_copy_bandwidth(vkdev)
+            self.what = f"device copy, {vkdev.info.device_name}"
+        else:
+            self.rate = bandwidth.cpu_read_bandwidth(args.threads)
+            self.what = f"CPU read, {args.threads} threads"
+
+    def line(self, decode_per_s: float, cache: float) -> str:
+        total = self.weights + cache
+        achieved = total * decode_per_s
+        share = (
+            f", {100 * achieved / self.rate:.1f}% of {self.rate / 1e9:.1f} GB/s measured" if self.rate else ""
+        )
+        return (
+            f"decode reads {total / 1e9:.3f} GB a token (weights {self.weights / 1e9:.3f} GB,"
+            f" kv cache {cache / 1e6:.2f} MB): {achieved / 1e9:.2f} GB/s{share} ({self.what})"
+        )
 
 
 def bench_llm(args: argparse.Namespace) -> int:
@@ -331,19 +384,25 @@ def bench_llm(args: argparse.Namespace) -> int:
     spec = LLMSpec(args.param)
     name = Path(args.param).name.split(".ncnn")[0]
     what = f"{args.prefill} prefill + {args.decode} decode tokens, {args.loops} loops, {args.threads} threads"
-    pre, dec = bench_llm_lib(ncnn_c, args, spec)
+    pre, dec, cache = bench_llm_lib(ncnn_c, args, spec)
+    traffic = _Traffic(args) if args.decode else None
     print(
         f"{name}  ncnn_c     prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
+    if traffic is not None:
+        print(f"{name}  ncnn_c     {traffic.line(dec, cache)}")
     # the PyPI ncnn runs in a child process: ncnn_c never imports it into its own
     ref = _pypi_ncnn_llm(args)
     if ref is None:
         print(f"{name}  PyPI ncnn  not installed (pip install ncnn to compare)")
         return EXIT_OK
-    pre, dec = ref
+    pre, dec, cache = ref
     print(
         f"{name}  PyPI ncnn  prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
+    if traffic is not None:
+        # the same files at the same fp32 storage: the same weight bytes
+        print(f"{name}  PyPI ncnn  {traffic.line(dec, cache)}")
     return EXIT_OK
 
 
@@ -359,9 +418,9 @@ print(json.dumps(bench_llm_lib(ncnn, args, LLMSpec(args.param))))
 """
 
 
-def _pypi_ncnn_llm(args: argparse.Namespace) -> tuple[float, float] | None:
-    """(prefill, decode) tokens/s of the PyPI ncnn, measured in a child process; None when it
-    is not installed."""
+def _pypi_ncnn_llm(args: argparse.Namespace) -> tuple[float, float, float] | None:
+    """(prefill, decode) tokens/s of the PyPI ncnn and its decode steps' mean kv-cache bytes,
+    measured in a child process; None when it is not installed."""
     import json
     import subprocess
 
@@ -371,7 +430,7 @@ def _pypi_ncnn_llm(args: argparse.Namespace) -> tuple[float, float] | None:
     if r.returncode != 0:
         raise UsageError(f"the PyPI ncnn failed on {args.param}: {r.stderr.strip().splitlines()[-1:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    return None if out is None else (float(out[0]), float(out[1]))
+    return None if out is None else (float(out[0]), float(out[1]), float(out[2]))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
