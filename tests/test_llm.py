@@ -96,9 +96,9 @@ def test_reduced_decoder_cpu(reduced, reduced_oracle):
     _compare(logits, reduced_oracle, TOL_FP32)
 
 
-@pytest.mark.slow
 def test_reduced_decoder_fp16_weights(tmp_path):
-    """fp16-stored weights (randbin --fp16, as ncnn2table writes them), fp32 arithmetic."""
+    """fp16-stored weights (randbin --fp16, as ncnn's converters write LLMs), fp32 arithmetic:
+    the decode steps' Gemms read the fp16 copy (Gemm.fp16_weights, _native/llm.c's gemm16)."""
     param, weights = _model(tmp_path, REDUCED, REDUCED, fp16=True)
     _compare(_generate(ncnn_c, param, weights), _generate(ncnn, param, weights), TOL_FP32)
 

@@ -77,14 +77,16 @@ def check(
     positive: bool = False,
     threads: int = 1,
     tol: float = 1e-4,
+    fp16_weights: bool = False,
 ):
-    """Run the network twice (numpy, then the plan); compare; return the plan."""
+    """Run the network twice (numpy, then the plan); compare; return the plan. With
+    ``fp16_weights`` the .bin stores its weights in fp16 (randbin --fp16)."""
     text = _param(lines)
     path = tmp_path / "m.param"
     path.write_text(text)
     first_shape = next(iter(inputs.values()))
     weights = random_weights(
-        str(path), seed=7, input_shape=first_shape if len(first_shape) == 3 else (3, 8, 8)
+        str(path), seed=7, input_shape=first_shape if len(first_shape) == 3 else (3, 8, 8), fp16=fp16_weights
     )
     g = np.random.default_rng(3)
     arrays = [g.standard_normal(s).astype(np.float32) for s in inputs.values()]

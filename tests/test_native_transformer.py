@@ -14,6 +14,7 @@ from conftest import MODELS
 from test_native_ops import check
 
 import ncnn_c
+from ncnn_c.layer.gemm import blocks16, unblocks16
 from ncnn_c.tools.bench import LLMSpec, llm_inputs, llm_step, load_llm
 from ncnn_c.tools.randbin import random_weights
 
@@ -46,6 +47,82 @@ def _input(name: str) -> str:
 def test_gemm_constant_weights(tmp_path, shape, params):
     lines = [_input("data"), f"Gemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 {params}"]
     check(tmp_path, lines, {"data": shape}, ["out"])
+
+
+@pytest.mark.parametrize(
+    "shape, params, fp16_rows",
+    [
+        ((1, 48), "7=1 8=40 9=48 10=-1", 1),  # a decode step's row
+        ((1, 37), "0=0.5 1=2.0 8=21 9=37 10=4", 1),  # odd sizes (vector tails, a short block), bias, alpha
+        ((3, 1, 48), "8=24 9=48 10=-1", 3),  # rows per channel
+        ((4, 48), "8=40 9=48 10=4", 4),  # GEMM16_ROWS rows: still fp16
+        ((5, 48), "7=0 8=40 9=48 10=-1", 0),  # more: oneDNN's fp32 matmul
+    ],
+)
+def test_gemm_fp16_stored_weights(tmp_path, monkeypatch, shape, params, fp16_rows):
+    """Weights an fp16-stored .bin held (every value an fp16 one) run as the fp16 GEMM for up
+    to GEMM16_ROWS rows: the same results as the numpy layers and the PyPI ncnn."""
+    from ncnn_c.net.native.ops import transformer
+
+    used = []
+    real = transformer.gemm16
+    monkeypatch.setattr(
+        transformer,
+        "gemm16",
+        lambda plan, seg, src, out, m, *a: (used.append(m), real(plan, seg, src, out, m, *a)),
+    )
+    lines = [_input("data"), f"Gemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 {params}"]
+    check(tmp_path, lines, {"data": shape}, ["out"], fp16_weights=True)
+    assert used == ([fp16_rows] if fp16_rows else [])
+
+
+def test_gemm_fp16_copy_only_for_exact_weights():
+    """``Gemm.fp16_weights``: the (N, K) fp16 copy when nothing is lost, else None."""
+    text = "7767517\n2 2\nInput in 0 1 data\nGemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 8=3 9=4 10=-1\n"
+    for values, exact in (([0.5, -2.0, 1024.0, 0.0] * 3, True), ([0.1] * 12, False), ([1e6] * 12, False)):
+        net = ncnn_c.Net()
+        assert net.load_param_mem(text) == 0
+        weights = np.zeros(1, np.uint32).tobytes() + np.asarray(values, np.float32).tobytes()
+        assert net.load_model_mem(weights) == 0
+        layer = net.layers()[1]
+        half = layer.fp16_weights()
+        if exact:
+            assert half is not None and half.dtype == np.float16 and half.shape == (1, 16)
+            rows = unblocks16(half, 3, 4)
+            np.testing.assert_array_equal(rows.astype(np.float32), np.reshape(values, (3, 4)))
+            np.testing.assert_array_equal(half[0, 12:], 0)  # the block's fourth row: padding
+        else:
+            assert half is None
+
+
+@pytest.mark.parametrize("n, k", [(8, 32), (5, 37), (3, 4), (13, 16), (1, 100)])
+def test_fp16_blocks_round_trip(n, k):
+    """blocks16's layout: 4-row blocks of 16-column chunks, then each row's tail; the same
+    rows back from unblocks16, and the chunk order the C kernel reads."""
+    w = np.arange(n * k, dtype=np.float32).reshape(n, k).astype(np.float16)
+    b = blocks16(w)
+    assert b.shape == (-(-n // 4), 4 * k)
+    np.testing.assert_array_equal(unblocks16(b, n, k), w)
+    if k >= 16:
+        np.testing.assert_array_equal(b[0, :16], w[0, :16])  # chunk 0: row 0's first 16
+        if n > 1:
+            np.testing.assert_array_equal(b[0, 16:32], w[1, :16])  # then row 1's
+
+
+def test_half_to_float_conversion():
+    """The plain fp16 conversion (CPUs without F16C, the vector loops' tails): every one of
+    the 65536 values as numpy converts it, subnormals, infinities and NaNs included."""
+    from ncnn_c.net.native.ops import transformer
+
+    mod = transformer._STEPS
+    if not mod.loaded():
+        pytest.fail("the _llm extension is not built")
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    ours = np.array([mod.call("ncnnc_half_to_float", int(b)) for b in bits], np.float32)
+    ref = bits.view(np.float16).astype(np.float32)
+    nan = np.isnan(ref)
+    assert (np.isnan(ours) == nan).all()
+    np.testing.assert_array_equal(ours[~nan].view(np.uint32), ref[~nan].view(np.uint32))
 
 
 def test_gemm_row_without_the_llm_extension(tmp_path, monkeypatch):

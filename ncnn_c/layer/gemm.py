@@ -23,6 +23,7 @@ block-quantized weight formats (quantize_term 4-6, >= 400) are refused.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import ClassVar
 
 import numpy as np
@@ -34,6 +35,8 @@ from ._int8 import float2int8, int8_matmul
 from .deconvolution import flat_weights
 
 log = logging.getLogger("ncnn_c")
+
+_B16_LOCK = threading.Lock()
 
 
 class Gemm(Layer):
@@ -90,6 +93,9 @@ class Gemm(Layer):
         self._B8: np.ndarray | None = None
         self.A_data_int8_scales = np.ones(0, np.float32)
         self.B_data_int8_scale = np.float32(1.0)
+        # constant B (N, K) in fp16 when every value is one (an fp16-stored .bin, zero
+        # weights): False until asked, then the array or None (net/native/ops/transformer.py)
+        self._B16: np.ndarray | None | bool = False
 
     def check_params(self) -> int:
         if self.quantize_term in (4, 5, 6) or self.quantize_term >= 400 or self.quantize_term < 0:
@@ -133,6 +139,7 @@ class Gemm(Layer):
 
     def load_model(self, mb) -> int:
         M, N, K = self.constantM, self.constantN, self.constantK
+        self._B16 = False  # new weights: asked again
         if self.constantA:
             self.A_data = load_weight(self, mb, "A_data", *((M, K) if self.transA else (K, M)), 0)
             if self.A_data.empty():
@@ -172,6 +179,32 @@ class Gemm(Layer):
             self._prepare_int8()
         if self.constantC and self.constant_broadcast_type_C != -1:
             self._C = self._broadcast_c(flat_weights(self.C_data), self.constant_broadcast_type_C, M, N)
+
+    def fp16_weights(self) -> np.ndarray | None:
+        """Constant B in fp16 when converting it loses nothing (each value is an fp16 one:
+        weights an fp16-stored .bin held, zeros): the same products at half the bytes a pass
+        over them reads. In the native plan's blocks of 4 rows (``blocks16``: ceil(N / 4)
+        rows of 4 * K values); None for other weights, int8 ones and an input B. Checked
+        once, on the first call (two passes over B)."""
+        if self._B16 is False:
+            with _B16_LOCK:
+                if self._B16 is False:
+                    self._B16 = self._exact_fp16()
+        return self._B16 if isinstance(self._B16, np.ndarray) else None
+
+    def _exact_fp16(self) -> np.ndarray | None:
+        if not self.constantB or self.quantize_term or self.B_data.empty() or self.B_data.elemsize != 4:
+            return None
+        if self._B is None:
+            self._prepare()
+        if self._B is None:
+            return None
+        b = self._B.T  # (N, K): the stored array itself when transB
+        with np.errstate(over="ignore"):
+            half = np.ascontiguousarray(b, dtype=np.float16)
+        if not np.array_equal(half.astype(np.float32), b):
+            return None
+        return blocks16(half)
 
     def _prepare_int8(self) -> None:
         """Constant A / B as int8 matrices with their scales; the fp32 ``_A`` / ``_B`` (what a
@@ -326,6 +359,27 @@ class Gemm(Layer):
         if self.alpha != 1.0:
             out *= np.float32(self.alpha)
         return 0
+
+
+def blocks16(w: np.ndarray) -> np.ndarray:
+    """(N, K) fp16 rows as ``_native/llm.c``'s gemm16 reads them: block b holds rows 4b..4b+3
+    (zero rows past N) as K // 16 chunks of 4 x 16 values (the 4 rows' next 16 columns), then
+    each row's K % 16 last values; shape (ceil(N / 4), 4 * K)."""
+    n, k = w.shape
+    nb, k16 = -(-n // 4), k - k % 16
+    rows = np.zeros((nb * 4, k), np.float16)
+    rows[:n] = w
+    rows = rows.reshape(nb, 4, k)
+    chunks = rows[:, :, :k16].reshape(nb, 4, k16 // 16, 16).transpose(0, 2, 1, 3).reshape(nb, 4 * k16)
+    return np.ascontiguousarray(np.concatenate([chunks, rows[:, :, k16:].reshape(nb, -1)], axis=1))
+
+
+def unblocks16(blocked: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The (N, K) rows back from ``blocks16``'s layout."""
+    nb, k16 = blocked.shape[0], k - k % 16
+    chunks = blocked[:, : 4 * k16].reshape(nb, k16 // 16, 4, 16).transpose(0, 2, 1, 3).reshape(nb, 4, k16)
+    tail = blocked[:, 4 * k16 :].reshape(nb, 4, k - k16)
+    return np.concatenate([chunks, tail], axis=2).reshape(nb * 4, k)[:n]
 
 
 def _quantize_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,7 +3,10 @@ grouped-query head repeat (ExpandDims -> Tile -> Reshape).
 
 * **Gemm** with constant weights (``constantB``) and an input A, over the layer's own weight
   array, ``(N, K)`` row-major as ``transB=1`` stores it: no packed copy, so plans of several
-  shapes share the model's one copy of its weights. One row (a decode step) is a C GEMV
+  shapes share the model's one copy of its weights. Weights that are all fp16 values (an
+  fp16-stored .bin, as ncnn's converters write LLMs; zero weights) are also kept as fp16
+  (``Gemm.fp16_weights``) and up to ``GEMM16_ROWS`` rows read those, converting as they go
+  (``_native/llm.c``'s gemm16): the same products from half the bytes. One row (a decode step) is a C GEMV
   (``_native/llm.c``: a memory-bound pass over the weights, about 10 % faster than oneDNN's
   GEMM at M = 1 on the AVX-512 machine measured); several rows (a prefill) are oneDNN's
   matmul reading the weights as (K, N) (twice its inner product's GEMM speed at M = 16). A
@@ -45,7 +48,15 @@ from .shape import reshape as plain_reshape
 log = logging.getLogger("ncnn_c")
 
 
-_STEPS = CSteps("_llm", ("ncnnc_gemv", "ncnnc_rmsnorm", "ncnnc_rope"), "RMSNorm and RotaryEmbed stay numpy")
+_STEPS = CSteps(
+    "_llm",
+    ("ncnnc_gemv", "ncnnc_gemm16", "ncnnc_rmsnorm", "ncnnc_rope"),
+    "RMSNorm and RotaryEmbed stay numpy",
+)
+# up to this many rows (decode steps) a B of fp16 values runs as our fp16 GEMM; more rows (a
+# prefill) are oneDNN's fp32 matmul, faster there (2-core VM, the 2-layer Qwen3 cut's 16-token
+# prefill: 11.5 ms against 16.5)
+GEMM16_ROWS = 4
 kernels, _kernel = _STEPS.get, _STEPS.step
 
 
@@ -88,7 +99,8 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     alpha = [] if layer.alpha == 1.0 else [("linear", float(layer.alpha), 0.0)]
     src = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0]))), (m, k))
     out = plan.new_value(dn.md((m, n), "ab"), oshape)
-    if m > 1 and np.shares_memory(wt, layer.B_data.numpy()):
+    w16 = layer.fp16_weights() if m <= GEMM16_ROWS and kernels() is not None else None
+    if m > 1 and w16 is None and np.shares_memory(wt, layer.B_data.numpy()):
         # several rows (a prefill): oneDNN's matmul reads the plain weights as (K, N) twice as
         # fast as the inner product's GEMM; the bias and alpha follow as steps of their own
         # (the weights are the layer's: the plan holds the layer, so they outlive it)
@@ -103,6 +115,10 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
             plan.run1(seg, dn.binary("add", out.md, row.md, out.md), out, out, [(d.ARG_SRC_1, row)])
         if alpha:
             plan.run1(seg, dn.eltwise("linear", out.md, out.md, float(layer.alpha), 0.0), out, out)
+    elif w16 is not None:
+        # weights that are fp16 values (an fp16-stored .bin): read as fp16, half the bytes
+        per_n = None if layer._C is None else np.asarray(layer._C, np.float32).reshape(n)
+        gemm16(plan, seg, src, out, m, n, w16, per_n, float(layer.alpha))
     elif m == 1 and kernels() is not None:
         # one row (a decode step): our GEMV, a pass over the weights at the memory's speed
         per_n = None if layer._C is None else np.asarray(layer._C, np.float32).reshape(n)
@@ -121,6 +137,28 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
         plan.run1(seg, pd, src, out, args)
     odims = (1, m, n)  # the 2-D top's canonical dims
     plan.set_top(layer, plan.alias(out, dn.md(odims, PLAIN[3]), 0, oshape))
+
+
+def gemm16(
+    plan: NativePlan, seg: Segment, src, out, m: int, n: int, weight: np.ndarray, bias, alpha: float
+) -> None:
+    """One step ``out = alpha * (src @ weight.T + bias)`` of the ``_llm`` fp16-weight GEMM:
+    ``src`` m rows of K values, ``weight`` the layer's fp16 copy in ``blocks16``'s layout
+    (kept by the step), ``bias`` N values or None."""
+    k = weight.shape[1] // 4
+    bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    fields = {
+        "m": m,
+        "n": n,
+        "k": k,
+        "w": _STEPS.cast("const uint16_t *", weight.ctypes.data),
+        "bias": _STEPS.floats(bias),
+        "alpha": alpha,
+    }
+    step = _kernel("ncnnc_gemm16", "ncnnc_gemm16_ctx *", fields, (weight, bias))
+    src.last = plan.step
+    d = dnnl_module()
+    plan.add(seg, step, [(d.ARG_SRC, plan.mem(src)), (d.ARG_DST, plan.mem(out))])
 
 
 def gemv(plan: NativePlan, seg: Segment, src, out, weight: np.ndarray, bias, alpha: float = 1.0) -> bool:
