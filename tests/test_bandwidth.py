@@ -3,6 +3,7 @@ by, and the weight bytes it counts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ncnn_c
@@ -39,3 +40,13 @@ def test_weight_bytes_counts_every_weight_array():
     empty = ncnn_c.Net()
     assert empty.load_param_mem("7767517\n1 1\nInput in0 0 1 in0\n") == 0
     assert bandwidth.weight_bytes(empty) == 0
+
+
+def test_weight_bytes_counts_fp16_gemm_copies_at_two_bytes():
+    text = "7767517\n2 2\nInput in 0 1 data\nGemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 8=8 9=16 10=-1\n"
+    for values, fp16 in ((np.full(128, 0.5, np.float32), True), (np.full(128, 0.1, np.float32), False)):
+        net = ncnn_c.Net()
+        assert net.load_param_mem(text) == 0
+        assert net.load_model_mem(np.zeros(1, np.uint32).tobytes() + values.tobytes()) == 0
+        assert bandwidth.weight_bytes(net) == 128 * 4
+        assert bandwidth.weight_bytes(net, fp16_gemm=True) == 128 * (2 if fp16 else 4)

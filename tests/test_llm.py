@@ -201,8 +201,8 @@ def test_bench_llm(reduced, capsys):
         m = re.search(LINE.format(re.escape(lib)), out)
         assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, out
     assert "(4 prefill + 2 decode tokens, 1 loops, 1 threads, cpu)" in out
-    # what a decode step reads: the weights of the cut (125.9 MB decoder + 16.8 MB head, fp32)
-    # and its kv cache, against the CPU's read rate measured then
+    # what a decode step reads: the cut's weights (125.9 MB decoder + 16.8 MB head in fp32,
+    # random ones: no fp16 copies) and its kv cache, against the CPU's read rate measured then
     traffic = re.findall(
         r"decode reads (\d+\.\d+) GB a token \(weights 0\.143 GB, kv cache (\d+\.\d+) MB\): "
         r"(\d+\.\d+) GB/s, (\d+\.\d)% of (\d+\.\d) GB/s measured \(CPU read, 1 threads\)",
@@ -212,7 +212,9 @@ def test_bench_llm(reduced, capsys):
     for total, cache, achieved, share, rate in traffic:
         assert float(cache) > 0 and float(total) >= 0.143
         assert float(achieved) > 0 and float(rate) > 0
-        assert abs(float(share) - 100 * float(achieved) / float(rate)) < 0.2
+        # the share as printed, against the printed rates (rounded to 0.01 and 0.1 GB/s)
+        expect = 100 * float(achieved) / float(rate)
+        assert abs(float(share) - expect) <= 0.1 + 0.1 / float(rate) * expect
 
 
 def test_bench_llm_without_pypi_ncnn(reduced, capsys, monkeypatch, tmp_path):

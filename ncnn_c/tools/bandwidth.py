@@ -75,16 +75,20 @@ def vulkan_copy_bandwidth(
     return 2 * nbytes * copies / best
 
 
-def weight_bytes(net) -> int:
+def weight_bytes(net, fp16_gemm: bool = False) -> int:
     """Bytes of every array a loaded net's layers hold as their weights (``*_data``
     attributes: weight_data, bias_data, B_data, gamma_data, ...): what a decode step reads
-    once, at the storage type loaded."""
+    once, at the storage type loaded. ``fp16_gemm``: a Gemm whose constant B the CPU plan
+    reads as fp16 (``Gemm.fp16_weights``: every value an fp16 one) counts 2 bytes a weight."""
     from ..mat import Mat
 
     total = 0
     for layer in net.layers():
+        half = layer.fp16_weights() if fp16_gemm and hasattr(layer, "fp16_weights") else None
+        if half is not None:
+            total += layer.constantN * layer.constantK * 2
         for name, value in vars(layer).items():
-            if not name.endswith("_data"):
+            if not name.endswith("_data") or (half is not None and name == "B_data"):
                 continue
             if isinstance(value, np.ndarray):
                 total += value.nbytes

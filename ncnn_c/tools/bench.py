@@ -18,8 +18,8 @@ each fed the kv cache the step before returned; the last position's hidden state
 the ``*_proj_out.ncnn.param`` beside the decoder, when there is one, to the logits. Prints
 prefill and decode tokens/s (medians over the loops), then the PyPI ``ncnn``'s on the same
 files and weights, or a line saying it is not installed. Under each, what a decode step
-reads (every weight of the decoder and the head once, at the storage loaded, and the kv
-cache it was fed) and so the bytes per second the decode reached, against the memory
+reads (every weight of the decoder and the head once, at the storage loaded, or 2 bytes a
+weight where ncnn_c's CPU plan reads a Gemm's fp16 copy, and the kv cache it was fed) and so the bytes per second the decode reached, against the memory
 bandwidth measured on the spot (``ncnn_c.tools.bandwidth``: the CPU's read rate at
 ``--threads``, or the GPU's device-to-device copy rate).
 
@@ -352,7 +352,13 @@ class _Traffic:
 
         # counted on CPU nets: a Vulkan net may give its host copies back after the upload
         decoder, proj = load_llm(ncnn_c, args.param, args.model, "cpu", args.threads)
-        self.weights = bandwidth.weight_bytes(decoder) + (bandwidth.weight_bytes(proj) if proj else 0)
+        # the CPU plan reads a Gemm's fp16 copy where its weights are fp16 values (an
+        # fp16-stored .bin, zero weights); the PyPI ncnn and the GPU read what was loaded
+        cpu = args.device != "vulkan" or ncnn_c.get_gpu_count() == 0
+        self.weights = {
+            lib: bandwidth.weight_bytes(decoder, fp16) + (bandwidth.weight_bytes(proj, fp16) if proj else 0)
+            for lib, fp16 in (("ncnn_c", cpu), ("ncnn", False))
+        }
         del decoder, proj
         gpu = args.device == "vulkan" and ncnn_c.get_gpu_count() > 0
         vkdev = ncnn_c.get_gpu_device(ncnn_c.get_default_gpu_index()) if gpu else None
@@ -363,14 +369,15 @@ class _Traffic:
             self.rate = bandwidth.cpu_read_bandwidth(args.threads)
             self.what = f"CPU read, {args.threads} threads"
 
-    def line(self, decode_per_s: float, cache: float) -> str:
-        total = self.weights + cache
+    def line(self, lib: str, decode_per_s: float, cache: float) -> str:
+        weights = self.weights[lib]
+        total = weights + cache
         achieved = total * decode_per_s
         share = (
             f", {100 * achieved / self.rate:.1f}% of {self.rate / 1e9:.1f} GB/s measured" if self.rate else ""
         )
         return (
-            f"decode reads {total / 1e9:.3f} GB a token (weights {self.weights / 1e9:.3f} GB,"
+            f"decode reads {total / 1e9:.3f} GB a token (weights {weights / 1e9:.3f} GB,"
             f" kv cache {cache / 1e6:.2f} MB): {achieved / 1e9:.2f} GB/s{share} ({self.what})"
         )
 
@@ -390,7 +397,7 @@ def bench_llm(args: argparse.Namespace) -> int:
         f"{name}  ncnn_c     prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
     if traffic is not None:
-        print(f"{name}  ncnn_c     {traffic.line(dec, cache)}")
+        print(f"{name}  ncnn_c     {traffic.line('ncnn_c', dec, cache)}")
     # the PyPI ncnn runs in a child process: ncnn_c never imports it into its own
     ref = _pypi_ncnn_llm(args)
     if ref is None:
@@ -401,8 +408,7 @@ def bench_llm(args: argparse.Namespace) -> int:
         f"{name}  PyPI ncnn  prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )
     if traffic is not None:
-        # the same files at the same fp32 storage: the same weight bytes
-        print(f"{name}  PyPI ncnn  {traffic.line(dec, cache)}")
+        print(f"{name}  PyPI ncnn  {traffic.line('ncnn', dec, cache)}")
     return EXIT_OK
 
 
