@@ -14,7 +14,7 @@ from conftest import MODELS
 from test_native_ops import check
 
 import ncnn_c
-from ncnn_c.layer.gemm import blocks16, unblocks16
+from ncnn_c.layer.gemm import panels16, unpanels16
 from ncnn_c.tools.bench import LLMSpec, llm_inputs, llm_step, load_llm
 from ncnn_c.tools.randbin import random_weights
 
@@ -55,8 +55,9 @@ def test_gemm_constant_weights(tmp_path, shape, params):
         ((1, 48), "7=1 8=40 9=48 10=-1", 1),  # a decode step's row
         ((1, 37), "0=0.5 1=2.0 8=21 9=37 10=4", 1),  # odd sizes (vector tails, a short block), bias, alpha
         ((3, 1, 48), "8=24 9=48 10=-1", 3),  # rows per channel
-        ((4, 48), "8=40 9=48 10=4", 4),  # GEMM16_ROWS rows: still fp16
-        ((5, 48), "7=0 8=40 9=48 10=-1", 0),  # more: oneDNN's fp32 matmul
+        ((4, 48), "8=40 9=48 10=4", 4),  # rows in chunks of 4
+        ((23, 48), "7=0 8=40 9=48 10=-1", 23),  # 16 + 4 + 2 + 1
+        ((65, 48), "7=0 8=40 9=48 10=-1", 0),  # more than GEMM16_ROWS: oneDNN's fp32 matmul
     ],
 )
 def test_gemm_fp16_stored_weights(tmp_path, monkeypatch, shape, params, fp16_rows):
@@ -87,26 +88,25 @@ def test_gemm_fp16_copy_only_for_exact_weights():
         layer = net.layers()[1]
         half = layer.fp16_weights()
         if exact:
-            assert half is not None and half.dtype == np.float16 and half.shape == (1, 16)
-            rows = unblocks16(half, 3, 4)
+            assert half is not None and half.dtype == np.float16 and half.shape == (1, 64)
+            rows = unpanels16(half, 3, 4)
             np.testing.assert_array_equal(rows.astype(np.float32), np.reshape(values, (3, 4)))
-            np.testing.assert_array_equal(half[0, 12:], 0)  # the block's fourth row: padding
         else:
             assert half is None
 
 
-@pytest.mark.parametrize("n, k", [(8, 32), (5, 37), (3, 4), (13, 16), (1, 100)])
-def test_fp16_blocks_round_trip(n, k):
-    """blocks16's layout: 4-row blocks of 16-column chunks, then each row's tail; the same
-    rows back from unblocks16, and the chunk order the C kernel reads."""
+@pytest.mark.parametrize("n, k", [(16, 32), (5, 37), (3, 4), (21, 16), (1, 100)])
+def test_fp16_panels_round_trip(n, k):
+    """panels16's layout: 16-row panels stored column by column; the same rows back from
+    unpanels16, and the order the C kernel reads."""
     w = np.arange(n * k, dtype=np.float32).reshape(n, k).astype(np.float16)
-    b = blocks16(w)
-    assert b.shape == (-(-n // 4), 4 * k)
-    np.testing.assert_array_equal(unblocks16(b, n, k), w)
-    if k >= 16:
-        np.testing.assert_array_equal(b[0, :16], w[0, :16])  # chunk 0: row 0's first 16
-        if n > 1:
-            np.testing.assert_array_equal(b[0, 16:32], w[1, :16])  # then row 1's
+    p = panels16(w)
+    assert p.shape == (-(-n // 16), 16 * k)
+    np.testing.assert_array_equal(unpanels16(p, n, k), w)
+    rows = min(n, 16)
+    np.testing.assert_array_equal(p[0, :rows], w[:rows, 0])  # column 0 of the first panel's rows
+    np.testing.assert_array_equal(p[0, rows:16], 0)  # rows past N: zeros
+    np.testing.assert_array_equal(p[0, 16 : 16 + rows], w[:rows, 1] if k > 1 else p[0, 16 : 16 + rows])
 
 
 def test_half_to_float_conversion():

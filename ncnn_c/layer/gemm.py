@@ -183,8 +183,8 @@ class Gemm(Layer):
     def fp16_weights(self) -> np.ndarray | None:
         """Constant B in fp16 when converting it loses nothing (each value is an fp16 one:
         weights an fp16-stored .bin held, zeros): the same products at half the bytes a pass
-        over them reads. In the native plan's blocks of 4 rows (``blocks16``: ceil(N / 4)
-        rows of 4 * K values); None for other weights, int8 ones and an input B. Checked
+        over them reads. In the native plan's panels of 16 rows (``panels16``: ceil(N / 16)
+        rows of 16 * K values); None for other weights, int8 ones and an input B. Checked
         once, on the first call (two passes over B)."""
         if self._B16 is False:
             with _B16_LOCK:
@@ -204,7 +204,7 @@ class Gemm(Layer):
             half = np.ascontiguousarray(b, dtype=np.float16)
         if not np.array_equal(half.astype(np.float32), b):
             return None
-        return blocks16(half)
+        return panels16(half)
 
     def _prepare_int8(self) -> None:
         """Constant A / B as int8 matrices with their scales; the fp32 ``_A`` / ``_B`` (what a
@@ -361,25 +361,20 @@ class Gemm(Layer):
         return 0
 
 
-def blocks16(w: np.ndarray) -> np.ndarray:
-    """(N, K) fp16 rows as ``_native/llm.c``'s gemm16 reads them: block b holds rows 4b..4b+3
-    (zero rows past N) as K // 16 chunks of 4 x 16 values (the 4 rows' next 16 columns), then
-    each row's K % 16 last values; shape (ceil(N / 4), 4 * K)."""
+def panels16(w: np.ndarray) -> np.ndarray:
+    """(N, K) fp16 rows as ``_native/llm.c``'s gemm16 reads them: panel p holds rows
+    16p..16p+15 (zero rows past N) column by column, K columns of 16 values; shape
+    (ceil(N / 16), 16 * K)."""
     n, k = w.shape
-    nb, k16 = -(-n // 4), k - k % 16
-    rows = np.zeros((nb * 4, k), np.float16)
+    count = -(-n // 16)
+    rows = np.zeros((count * 16, k), np.float16)
     rows[:n] = w
-    rows = rows.reshape(nb, 4, k)
-    chunks = rows[:, :, :k16].reshape(nb, 4, k16 // 16, 16).transpose(0, 2, 1, 3).reshape(nb, 4 * k16)
-    return np.ascontiguousarray(np.concatenate([chunks, rows[:, :, k16:].reshape(nb, -1)], axis=1))
+    return np.ascontiguousarray(rows.reshape(count, 16, k).transpose(0, 2, 1)).reshape(count, 16 * k)
 
 
-def unblocks16(blocked: np.ndarray, n: int, k: int) -> np.ndarray:
-    """The (N, K) rows back from ``blocks16``'s layout."""
-    nb, k16 = blocked.shape[0], k - k % 16
-    chunks = blocked[:, : 4 * k16].reshape(nb, k16 // 16, 4, 16).transpose(0, 2, 1, 3).reshape(nb, 4, k16)
-    tail = blocked[:, 4 * k16 :].reshape(nb, 4, k - k16)
-    return np.concatenate([chunks, tail], axis=2).reshape(nb * 4, k)[:n]
+def unpanels16(panels: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The (N, K) rows back from ``panels16``'s layout."""
+    return panels.reshape(-1, k, 16).transpose(0, 2, 1).reshape(-1, k)[:n]
 
 
 def _quantize_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,8 +5,8 @@ grouped-query head repeat (ExpandDims -> Tile -> Reshape).
   array, ``(N, K)`` row-major as ``transB=1`` stores it: no packed copy, so plans of several
   shapes share the model's one copy of its weights. Weights that are all fp16 values (an
   fp16-stored .bin, as ncnn's converters write LLMs; zero weights) are also kept as fp16
-  (``Gemm.fp16_weights``) and up to ``GEMM16_ROWS`` rows read those, converting as they go
-  (``_native/llm.c``'s gemm16): the same products from half the bytes. One row (a decode step) is a C GEMV
+  (``Gemm.fp16_weights``, in 16-row panels) and up to ``GEMM16_ROWS`` rows read those,
+  converting as they go (``_native/llm.c``'s gemm16): the same products from half the bytes. One row (a decode step) is a C GEMV
   (``_native/llm.c``: a memory-bound pass over the weights, about 10 % faster than oneDNN's
   GEMM at M = 1 on the AVX-512 machine measured); several rows (a prefill) are oneDNN's
   matmul reading the weights as (K, N) (twice its inner product's GEMM speed at M = 16). A
@@ -53,10 +53,10 @@ _STEPS = CSteps(
     ("ncnnc_gemv", "ncnnc_gemm16", "ncnnc_rmsnorm", "ncnnc_rope"),
     "RMSNorm and RotaryEmbed stay numpy",
 )
-# up to this many rows (decode steps) a B of fp16 values runs as our fp16 GEMM; more rows (a
-# prefill) are oneDNN's fp32 matmul, faster there (2-core VM, the 2-layer Qwen3 cut's 16-token
-# prefill: 11.5 ms against 16.5)
-GEMM16_ROWS = 4
+# up to this many rows (decode steps, prefills of a few dozen tokens) a B of fp16 values runs
+# as our fp16 GEMM; more rows are oneDNN's fp32 matmul (2-core VM, the 2-layer Qwen3 cut's
+# 16-token prefill: 11.8 ms against 16.6; the 28-layer decoder's: 159 against 175)
+GEMM16_ROWS = 64
 kernels, _kernel = _STEPS.get, _STEPS.step
 
 
@@ -143,9 +143,9 @@ def gemm16(
     plan: NativePlan, seg: Segment, src, out, m: int, n: int, weight: np.ndarray, bias, alpha: float
 ) -> None:
     """One step ``out = alpha * (src @ weight.T + bias)`` of the ``_llm`` fp16-weight GEMM:
-    ``src`` m rows of K values, ``weight`` the layer's fp16 copy in ``blocks16``'s layout
+    ``src`` m rows of K values, ``weight`` the layer's fp16 copy in ``panels16``'s layout
     (kept by the step), ``bias`` N values or None."""
-    k = weight.shape[1] // 4
+    k = weight.shape[1] // 16
     bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
     fields = {
         "m": m,
