@@ -77,8 +77,14 @@ def test_gemm_fp16_stored_weights(tmp_path, monkeypatch, shape, params, fp16_row
     assert used == ([fp16_rows] if fp16_rows else [])
 
 
-def test_gemm_fp16_copy_only_for_exact_weights():
-    """``Gemm.fp16_weights``: the (N, K) fp16 copy when nothing is lost, else None."""
+@pytest.mark.parametrize("pass_in", ["numpy", "c"])
+def test_gemm_fp16_copy_only_for_exact_weights(monkeypatch, pass_in):
+    """``Gemm.fp16_weights``: the fp16 copy when nothing is lost, else None; the numpy pass
+    and the C one (what the native plan installs) alike."""
+    from ncnn_c.layer import gemm as gemm_layer
+    from ncnn_c.net.native.ops import transformer
+
+    monkeypatch.setattr(gemm_layer, "PANELS16", transformer._panels16 if pass_in == "c" else None)
     text = "7767517\n2 2\nInput in 0 1 data\nGemm g 1 1 data out 2=0 3=1 4=0 5=1 6=1 8=3 9=4 10=-1\n"
     for values, exact in (([0.5, -2.0, 1024.0, 0.0] * 3, True), ([0.1] * 12, False), ([1e6] * 12, False)):
         net = ncnn_c.Net()
@@ -107,6 +113,29 @@ def test_fp16_panels_round_trip(n, k):
     np.testing.assert_array_equal(p[0, :rows], w[:rows, 0])  # column 0 of the first panel's rows
     np.testing.assert_array_equal(p[0, rows:16], 0)  # rows past N: zeros
     np.testing.assert_array_equal(p[0, 16 : 16 + rows], w[:rows, 1] if k > 1 else p[0, 16 : 16 + rows])
+
+
+def test_fp16_panels_in_c_match_numpy():
+    """``Gemm.fp16_weights``'s C pass (ncnnc_panels16) gives numpy's panels, and None for a
+    matrix with one value that is not an fp16 one (a NaN, a value between two fp16 ones, a
+    float below fp16's smallest subnormal)."""
+    from ncnn_c.net.native.ops import transformer
+
+    if not transformer._STEPS.loaded():
+        pytest.fail("the _llm extension is not built")
+    g = np.random.default_rng(1)
+    for n, k in ((37, 53), (16, 16), (5, 3), (64, 1024)):
+        w = g.standard_normal((n, k)).astype(np.float16)
+        w.flat[::7] = np.float16(6e-8)  # subnormals
+        w.flat[3] = np.float16(-0.0)
+        w.flat[5] = np.float16(np.inf)
+        got = transformer._panels16(w.astype(np.float32))
+        assert got is not None
+        np.testing.assert_array_equal(got.view(np.uint16), panels16(w).view(np.uint16))
+        for bad in (np.nan, 0.1, 1e-9, 65520.0):
+            x = w.astype(np.float32)
+            x.flat[-1] = bad
+            assert transformer._panels16(x) is None, bad
 
 
 def test_half_to_float_conversion():

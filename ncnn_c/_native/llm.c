@@ -351,6 +351,119 @@ int ncnnc_gemm16(const void *vctx, void *const *ptrs)
     return 0;
 }
 
+/* float -> fp16 bits when the value is an fp16 one (no rounding needed), else -1 (NaN: -1) */
+static int32_t f2h_exact(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    const uint32_t sign = (b >> 16) & 0x8000u, exp = (b >> 23) & 0xffu, man = b & 0x7fffffu;
+    if (exp == 0xffu)
+        return man ? -1 : (int32_t)(sign | 0x7c00u); /* inf */
+    if (exp == 0 && man == 0)
+        return (int32_t)sign;
+    const int e = (int)exp - 127;
+    if (e >= -14 && e <= 15) { /* a normal fp16 */
+        if (man & 0x1fffu)
+            return -1;
+        return (int32_t)(sign | (uint32_t)(e + 15) << 10 | man >> 13);
+    }
+    if (e >= -24 && e < -14 && exp != 0) { /* an fp16 subnormal: (1.man) * 2^e = m * 2^-24 */
+        const int shift = -14 - e; /* 1..10 */
+        const uint32_t full = 0x800000u | man;
+        if (full & ((1u << (13 + shift)) - 1u))
+            return -1;
+        return (int32_t)(sign | full >> (13 + shift));
+    }
+    return -1;
+}
+
+/* one row's k values into column q of a panel (o[i * 16 + q]): 1 when every value is an fp16
+   one. The vector bodies convert 16 or 8 values at a time and convert them back to compare
+   (a NaN compares unequal: not exact, as f2h_exact says) */
+static int row_plain(const float *w, int64_t k, uint16_t *o)
+{
+    for (int64_t i = 0; i < k; i++) {
+        const int32_t h = f2h_exact(w[i]);
+        if (h < 0)
+            return 0;
+        o[i * 16] = (uint16_t)h;
+    }
+    return 1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) static int row_avx512(const float *w, int64_t k, uint16_t *o)
+{
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        const __m512 v = _mm512_loadu_ps(w + i);
+        const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (_mm512_cmp_ps_mask(_mm512_cvtph_ps(h), v, _CMP_NEQ_UQ))
+            return 0;
+        uint16_t t[16];
+        _mm256_storeu_si256((__m256i *)t, h);
+        for (int j = 0; j < 16; j++)
+            o[(i + j) * 16] = t[j];
+    }
+    return row_plain(w + i, k - i, o + i * 16);
+}
+
+__attribute__((target("avx2,f16c"))) static int row_avx2(const float *w, int64_t k, uint16_t *o)
+{
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        const __m256 v = _mm256_loadu_ps(w + i);
+        const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_UQ)))
+            return 0;
+        uint16_t t[8];
+        _mm_storeu_si128((__m128i *)t, h);
+        for (int j = 0; j < 8; j++)
+            o[(i + j) * 16] = t[j];
+    }
+    return row_plain(w + i, k - i, o + i * 16);
+}
+#endif
+
+/* W (n, k) fp32 into panels16's layout (ncnn_c/layer/gemm.py): 1 when every value is an fp16
+   one (out then holds them all), 0 when one is not (out is partly written) */
+int ncnnc_panels16(const float *w, int64_t n, int64_t k, uint16_t *out)
+{
+    const int64_t panels = (n + 15) / 16;
+    const int isa = isa16();
+    int exact = 1;
+#pragma omp parallel for schedule(static) if (n * k >= PARALLEL_MIN * 16)
+    for (int64_t p = 0; p < panels; p++) {
+        if (!exact)
+            continue;
+        uint16_t *o = out + p * 16 * k;
+        for (int q = 0; q < 16; q++) {
+            const int64_t r = p * 16 + q;
+            int ok = 1;
+            if (r >= n) {
+                for (int64_t i = 0; i < k; i++)
+                    o[i * 16 + q] = 0;
+            } else if (isa == 2) {
+#if defined(__x86_64__) && defined(__GNUC__)
+                ok = row_avx512(w + r * k, k, o + q);
+#endif
+            } else if (isa == 1) {
+#if defined(__x86_64__) && defined(__GNUC__)
+                ok = row_avx2(w + r * k, k, o + q);
+#endif
+            } else {
+                ok = row_plain(w + r * k, k, o + q);
+            }
+            if (!ok) {
+#pragma omp atomic write
+                exact = 0;
+                break;
+            }
+        }
+    }
+    return exact;
+}
+
 /* the plain conversion, for the tests: every fp16 value against numpy's */
 float ncnnc_half_to_float(uint16_t h)
 {

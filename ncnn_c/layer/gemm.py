@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -37,6 +38,9 @@ from .deconvolution import flat_weights
 log = logging.getLogger("ncnn_c")
 
 _B16_LOCK = threading.Lock()
+# (N, K) fp32 -> panels16's layout when every value is an fp16 one, else None: a C pass the
+# native plan's transformer ops install (``_native/llm.c``'s ncnnc_panels16); numpy without
+PANELS16: Callable[[np.ndarray], np.ndarray | None] | None = None
 
 
 class Gemm(Layer):
@@ -200,6 +204,8 @@ class Gemm(Layer):
         if self._B is None:
             return None
         b = self._B.T  # (N, K): the stored array itself when transB
+        if PANELS16 is not None:  # one pass in C (net/native/ops/transformer.py sets it)
+            return PANELS16(np.ascontiguousarray(b, dtype=np.float32))
         with np.errstate(over="ignore"):
             half = np.ascontiguousarray(b, dtype=np.float16)
         if not np.array_equal(half.astype(np.float32), b):

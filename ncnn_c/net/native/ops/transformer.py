@@ -99,7 +99,11 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     alpha = [] if layer.alpha == 1.0 else [("linear", float(layer.alpha), 0.0)]
     src = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0]))), (m, k))
     out = plan.new_value(dn.md((m, n), "ab"), oshape)
-    w16 = layer.fp16_weights() if m <= GEMM16_ROWS and kernels() is not None else None
+    if m <= GEMM16_ROWS and kernels() is not None:
+        _install_panels16()
+        w16 = layer.fp16_weights()
+    else:
+        w16 = None
     if m > 1 and w16 is None and np.shares_memory(wt, layer.B_data.numpy()):
         # several rows (a prefill): oneDNN's matmul reads the plain weights as (K, N) twice as
         # fast as the inner product's GEMM; the bias and alpha follow as steps of their own
@@ -137,6 +141,21 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
         plan.run1(seg, pd, src, out, args)
     odims = (1, m, n)  # the 2-D top's canonical dims
     plan.set_top(layer, plan.alias(out, dn.md(odims, PLAIN[3]), 0, oshape))
+
+
+def _panels16(w: np.ndarray) -> np.ndarray | None:
+    """``Gemm.fp16_weights``'s conversion in one multi-threaded C pass (``ncnnc_panels16``)."""
+    n, k = w.shape
+    out = np.empty((-(-n // 16), 16 * k), np.float16)
+    exact = _STEPS.call("ncnnc_panels16", _STEPS.floats(w), n, k, _STEPS.cast("uint16_t *", out.ctypes.data))
+    return out if exact else None
+
+
+def _install_panels16() -> None:
+    from ....layer import gemm as gemm_layer
+
+    if gemm_layer.PANELS16 is None and _STEPS.loaded():
+        gemm_layer.PANELS16 = _panels16
 
 
 def gemm16(
