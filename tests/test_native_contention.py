@@ -113,24 +113,47 @@ def _thread(target):
     return t, stop, ids[0]
 
 
+def _asleep(tid: int) -> None:
+    """Wait until thread ``tid`` is blocked (its state no longer R), 5 s at most."""
+    import time
+
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        stat = open(f"/proc/self/task/{tid}/stat", "rb").read()
+        if stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"R":
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"thread {tid} never blocked")
+
+
 def _spin(stop) -> None:
+    """Runnable the whole time: numpy's loops over large arrays run without the GIL (a
+    pure-Python loop would wait, asleep, for the GIL whenever the test's thread holds it)."""
+    import numpy as np
+
+    a = np.ones(1 << 22, np.float32)
     while not stop.is_set():
-        pass
+        np.multiply(a, 1.0001, out=a)
 
 
 def test_own_threads_count_the_team_alone():
     """A spinning thread of this process counts only when it is one of the team's; a
     sleeping one never does."""
     import threading
+    import time
 
     spinner, stop_spin, spin_id = _thread(_spin)
     sleeper, stop_sleep, sleep_id = _thread(lambda stop: stop.wait())
+    _asleep(sleep_id)
     me = threading.get_native_id()
     try:
         outside = contention.OwnThreads(team=lambda n: [me])
         assert [outside(2) for _ in range(5)] == [1] * 5  # the spinner is not the team's
         inside = contention.OwnThreads(team=lambda n: [me, spin_id, sleep_id])
-        counts = [inside(3) for _ in range(50)]
+        counts = []
+        for _ in range(50):
+            counts.append(inside(3))
+            time.sleep(0.0005)  # the GIL to the spinner, which then runs without it
         assert max(counts) == 2 and min(counts) >= 1  # caller + spinner; the sleeper never
         assert contention.OwnThreads(team=lambda n: None)(2) is None
     finally:
@@ -141,6 +164,7 @@ def test_own_threads_count_the_team_alone():
     # a worker of the team ends (libgomp made its pool anew): its file fails, the team is
     # asked again
     brief, stop_brief, brief_id = _thread(lambda stop: stop.wait())
+    _asleep(brief_id)
     teams = [[me, brief_id], [me]]
     gone = contention.OwnThreads(team=lambda n: teams.pop(0))
     assert gone(2) == 1 and len(teams) == 1

@@ -181,7 +181,7 @@ class LLM:
     ) -> None:
         from .bench import _load_fp32
 
-        self.lib = lib
+        self.runtime = lib
         param = Path(decoder_param)
         for p in (param, Path(decoder_bin)):
             if not p.is_file():
@@ -232,7 +232,7 @@ class LLM:
         if bad:
             raise UsageError(f"token ids must be in [0, {self.vocab}): {bad[:5]}")
         ex = self.embedding.create_extractor()
-        words = self.lib.Mat(np.asarray(ids, np.int32).view(np.float32)).clone()
+        words = self.runtime.Mat(np.asarray(ids, np.int32).view(np.float32)).clone()
         ex.input("in0", words)
         ret, out = ex.extract("out0")
         if ret != 0:
@@ -246,7 +246,7 @@ class LLM:
         cur = len(ids)
         cos, sin = rope(self.past, cur, self.inv)
         arrays = [self.embed(ids), causal_mask(cur, self.past), cos, sin]
-        logits, self.cache = llm_step(self.lib, self.decoder, self.head, self.spec, arrays, self.cache)
+        logits, self.cache = llm_step(self.runtime, self.decoder, self.head, self.spec, arrays, self.cache)
         self.past += cur
         return logits
 
