@@ -249,7 +249,24 @@ PANEL512(1)
 PANEL512(2)
 PANEL512(4)
 PANEL512(8)
-PANEL512(16)
+
+/* 16 rows of x given transposed (xt: k columns of 16 values): each broadcast from one base
+   pointer, so the 16 accumulators leave the general registers to the loop */
+__attribute__((target("avx512f"))) static void panel512_t16(const uint16_t *w, const float *xt, int64_t k,
+                                                             float *y, int64_t ldy, int cols)
+{
+    __m512 acc[16];
+    for (int j = 0; j < 16; j++)
+        acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < k; i++, w += 16, xt += 16) {
+        const __m512 wv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        for (int j = 0; j < 16; j++)
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), wv, acc[j]);
+    }
+    const __mmask16 keep = (__mmask16)((1u << cols) - 1u);
+    for (int j = 0; j < 16; j++)
+        _mm512_mask_storeu_ps(y + j * ldy, keep, acc[j]);
+}
 
 #define PANEL256(MB)                                                                                       \
     __attribute__((target("avx2,fma,f16c"))) static void panel256_##MB(const uint16_t *w, const float *x,     \
@@ -293,15 +310,16 @@ static int isa16(void)
     return 0;
 }
 
-/* all m rows of x against one panel: chunks of the largest size the instruction set has */
-static void panel_rows(int isa, const uint16_t *w, const float *x, int64_t m, int64_t k, float *y, int64_t ldy,
-                       int cols)
+/* all m rows of x against one panel: chunks of the largest size the instruction set has;
+   xt: x's whole 16-row chunks transposed (chunk c at xt + c * 16 * k), or NULL */
+static void panel_rows(int isa, const uint16_t *w, const float *x, const float *xt, int64_t m, int64_t k,
+                       float *y, int64_t ldy, int cols)
 {
     int64_t j = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (isa == 2) {
-        for (; j + 16 <= m; j += 16)
-            panel512_16(w, x + j * k, k, y + j * ldy, ldy, cols);
+        for (; xt && j + 16 <= m; j += 16)
+            panel512_t16(w, xt + j * k, k, y + j * ldy, ldy, cols);
         for (; j + 8 <= m; j += 8)
             panel512_8(w, x + j * k, k, y + j * ldy, ldy, cols);
         for (; j + 4 <= m; j += 4)
@@ -323,6 +341,7 @@ static void panel_rows(int isa, const uint16_t *w, const float *x, int64_t m, in
     }
 #endif
     (void)isa;
+    (void)xt;
     for (; j < m; j += 16) {
         const int mb = m - j < 16 ? (int)(m - j) : 16;
         panel_plain(w, x + j * k, k, mb, y + j * ldy, ldy, cols);
@@ -336,11 +355,18 @@ int ncnnc_gemm16(const void *vctx, void *const *ptrs)
     float *y = (float *)ptrs[1];
     const int64_t m = c->m, n = c->n, k = c->k, panels = (n + 15) / 16;
     const int isa = isa16();
+    /* AVX-512, 16 rows or more: each whole chunk of 16 rows transposed once for every panel */
+    const int64_t whole = isa == 2 ? m / 16 : 0;
+    float *xt = whole ? (float *)malloc((size_t)(whole * 16 * k) * sizeof(float)) : NULL;
+    for (int64_t ch = 0; xt && ch < whole; ch++)
+        for (int64_t i = 0; i < k; i++)
+            for (int j = 0; j < 16; j++)
+                xt[ch * 16 * k + i * 16 + j] = x[(ch * 16 + j) * k + i];
 #pragma omp parallel for schedule(static) if (m * n * k >= PARALLEL_MIN * 4)
     for (int64_t p = 0; p < panels; p++) {
         const int64_t r0 = p * 16;
         const int cols = n - r0 < 16 ? (int)(n - r0) : 16;
-        panel_rows(isa, c->w + p * 16 * k, x, m, k, y + r0, n, cols);
+        panel_rows(isa, c->w + p * 16 * k, x, xt, m, k, y + r0, n, cols);
         for (int64_t j = 0; j < m; j++)
             for (int q = 0; q < cols; q++) {
                 float *o = y + j * n + r0 + q;
@@ -348,6 +374,7 @@ int ncnnc_gemm16(const void *vctx, void *const *ptrs)
                 *o = c->alpha == 1.0f ? v : v * c->alpha;
             }
     }
+    free(xt);
     return 0;
 }
 
