@@ -106,7 +106,7 @@ def _thread(target):
         ids.append(threading.get_native_id())
         target(stop)
 
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     while not ids:
         pass
@@ -124,6 +124,21 @@ def _asleep(tid: int) -> None:
             return
         time.sleep(0.001)
     raise AssertionError(f"thread {tid} never blocked")
+
+
+def _gone(tid: int) -> None:
+    """Wait until thread ``tid`` has left the kernel (``join`` returns a little before the
+    OS thread has finished exiting, still runnable), 5 s at most."""
+    import time
+
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            open(f"/proc/self/task/{tid}/stat", "rb").close()
+        except OSError:
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"thread {tid} never ended")
 
 
 def _spin(stop) -> None:
@@ -164,12 +179,15 @@ def test_own_threads_count_the_team_alone():
     # a worker of the team ends (libgomp made its pool anew): its file fails, the team is
     # asked again
     brief, stop_brief, brief_id = _thread(lambda stop: stop.wait())
-    _asleep(brief_id)
-    teams = [[me, brief_id], [me]]
-    gone = contention.OwnThreads(team=lambda n: teams.pop(0))
-    assert gone(2) == 1 and len(teams) == 1
-    stop_brief.set()
-    brief.join()
+    try:
+        _asleep(brief_id)
+        teams = [[me, brief_id], [me]]
+        gone = contention.OwnThreads(team=lambda n: teams.pop(0))
+        assert gone(2) == 1 and len(teams) == 1
+    finally:
+        stop_brief.set()  # a failed assert must not leave a thread that keeps pytest alive
+        brief.join()
+    _gone(brief_id)
     assert gone(2) == 1 and not teams
 
 

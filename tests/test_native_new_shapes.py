@@ -154,3 +154,76 @@ def test_inferred_shapes_equal_the_recorded_ones():
             inferred = infer(view.layers, order, {src: got[src]}, opts)
             assert inferred.keys() == got.keys(), (name, sorted(set(got) - set(inferred)))
             assert inferred == got, name
+
+
+def _decoder(tmp_path):
+    """The two-layer Qwen3 cut with fp16-stored random weights (its Gemms read fp16 copies)."""
+    from ncnn_c.tools.bench import LLMSpec
+
+    param = tmp_path / "qwen3_0.6b_2layer_decoder.ncnn.param"
+    param.write_text((MODELS / "llm" / "qwen3_0.6b_2layer_decoder.ncnn.param").read_text())
+    weights = tmp_path / "qwen3_0.6b_2layer_decoder.ncnn.bin"
+    weights.write_bytes(random_weights(str(param), seed=0, fp16=True))
+    return str(param), str(weights), LLMSpec(str(param))
+
+
+def test_decoder_prefills_of_new_lengths_match_ncnn(tmp_path, monkeypatch, caplog):
+    """A decoder fed prompts of new lengths (the kv caches empty): from the second length on
+    each prefill is planned from inferred shapes (Gemm, RMSNorm, RotaryEmbed, the kv-head
+    repeat, SDPA with an empty past), and its hidden states and one decode step after it
+    are the PyPI ncnn's."""
+    from ncnn_c.tools.bench import llm_inputs, llm_step, load_llm
+
+    monkeypatch.delenv("NCNN_C_NATIVE_STRICT", raising=False)
+    monkeypatch.delenv("NCNN_C_NATIVE_CHECK", raising=False)
+    param, weights, spec = _decoder(tmp_path)
+    nets = {lib: load_llm(lib, param, weights, "cpu", 2)[0] for lib in (ncnn_c, ncnn)}
+    with caplog.at_level(logging.INFO, logger="ncnn_c"):
+        for cur in (6, 9, 4, 13, 9):
+            out = {}
+            for lib, net in nets.items():
+                prefill = llm_inputs(spec, cur, 0, np.random.default_rng(cur))
+                hidden, cache = llm_step(lib, net, None, spec, prefill, None)
+                step = llm_inputs(spec, 1, cur, np.random.default_rng(100 + cur))
+                after, _ = llm_step(lib, net, None, spec, step, cache)
+                out[lib] = (hidden, after)
+            for ours, theirs in zip(out[ncnn_c], out[ncnn], strict=True):
+                assert rel_l2(ours, theirs) <= 1e-4, cur
+    assert caplog.text.count("from inferred shapes") >= 3, caplog.text
+
+
+def test_decoder_inferred_shapes_equal_the_recorded_ones(tmp_path):
+    """The transformer rules against a recording, blob by blob: a prefill with empty caches
+    and a decode step with the caches it returned; every blob gets an inferred shape."""
+    from ncnn_c.net.native.plan import shape_of
+    from ncnn_c.net.native.shapes import infer
+    from ncnn_c.tools.bench import llm_inputs, load_llm
+
+    param, weights, spec = _decoder(tmp_path)
+    net = load_llm(ncnn_c, param, weights, "cpu", 1)[0]
+    net.opt.lightmode = False
+    view = net._view
+    index = {blob.name: b for b, blob in enumerate(view.blobs)}
+    cache = None
+    for cur, past in ((7, 0), (1, 7)):
+        arrays = llm_inputs(spec, cur, past, np.random.default_rng(cur))
+        ex = net.create_extractor()
+        mats = [ncnn_c.Mat(a).clone() for a in arrays]
+        for name, m in zip(("in0", "in1", "in2", "in3"), mats, strict=True):
+            ex.input(name, m)
+        for i, name in enumerate(spec.cache_in):
+            ex.input(name, cache[i] if cache is not None else ncnn_c.Mat())
+        got = {}
+        for b, blob in enumerate(view.blobs):
+            ret, m = ex.extract(blob.name)
+            assert ret == 0, blob.name
+            got[b] = shape_of(m)
+        cache = [ex.extract(name, 1)[1] for name in spec.cache_out]
+        given = {index[n]: got[index[n]] for n in ("in0", "in1", "in2", "in3", *spec.cache_in)}
+        order = list(range(len(view.layers)))
+        inferred = infer(view.layers, order, given, view.layer_options(net.opt).per_layer)
+        missing = sorted(view.blobs[b].name for b in set(got) - set(inferred) if got[b][0])
+        assert not missing, (cur, missing)
+        assert {b: s for b, s in inferred.items() if b in got} == {
+            b: s for b, s in got.items() if b in inferred
+        }

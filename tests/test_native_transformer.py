@@ -258,3 +258,35 @@ def test_decode_steps_share_one_shape_loose_plan(tmp_path):
         results.append(outs)
     for a, b in zip(*results, strict=True):
         assert np.linalg.norm(a - b) <= 1e-4 * np.linalg.norm(b)
+
+
+def test_prefills_of_three_lengths(tmp_path, caplog):
+    """Prompts of three lengths, one after another: the third prefill's plan is shape-loose
+    (the token blobs vary, the empty caches do not), and the kv-head repeat, whose blobs then
+    vary, is left to the numpy layers instead of failing the plan's build ("cannot build
+    one ... a 4-D blob", with every later prefill in numpy); each prefill's hidden states are
+    the numpy layers'."""
+    import logging
+
+    name = "qwen3_0.6b_2layer"
+    param = tmp_path / f"{name}_decoder.ncnn.param"
+    param.write_text((MODELS / "llm" / f"{name}_decoder.ncnn.param").read_text())
+    weights = tmp_path / f"{name}_decoder.ncnn.bin"
+    weights.write_bytes(random_weights(str(param), seed=0, fp16=True))
+    spec = LLMSpec(str(param))
+    results = []
+    for native in (True, False):
+        decoder, _ = load_llm(ncnn_c, str(param), str(weights), "cpu", 1)
+        decoder.native_plan = native
+        outs = []
+        with caplog.at_level(logging.INFO, logger="ncnn_c"):
+            for cur in (6, 9, 4, 9):
+                arrays = llm_inputs(spec, cur, 0, np.random.default_rng(cur))
+                hidden, _ = llm_step(ncnn_c, decoder, None, spec, arrays, None)
+                outs.append(hidden)
+        if native:
+            assert "cannot build one" not in caplog.text
+            assert decoder._native.plans.built >= 3
+        results.append(outs)
+    for a, b in zip(*results, strict=True):
+        assert np.linalg.norm(a - b) <= 1e-4 * np.linalg.norm(b)

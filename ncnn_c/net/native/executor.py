@@ -244,8 +244,6 @@ class NativeExecutor(Backend):
         plans: NativePlans = self.plans
         if check_every_plan() or not plans.trusts_shapes() or plans.loose_key(key) is not None:
             return None
-        if any(m.empty() for m in inputs.values()):
-            return None
         era = plans.era
         outputs = self._outputs(index, set(inputs), plans.extras(key))
         order = sorted({li for o in outputs for li in view.plan(o).order})
@@ -255,7 +253,7 @@ class NativeExecutor(Backend):
         prev = plans.last_seen(key)
         if prev is not None and len(inputs) > 1:
             varying = {i for i, s in given.items() if prev.get(i) != s}
-            if varying and len(varying) < len(inputs):
+            if varying and any(not inputs[i].empty() for i in set(inputs) - varying):
                 return None  # a decode step: the recording makes a shape-loose plan
         shapes = infer_shapes(view.layers, order, given, opts)
         set_omp_threads(opt.num_threads)
@@ -357,15 +355,18 @@ class NativeExecutor(Backend):
         name = view.blobs[index].name
         self._check_rules(order, inputs, shapes, opts)
         # blobs whose shapes differ from the family's last recording: a shape-loose plan
-        # (numpy layers for them, their inputs' shapes masked in its key) when some inputs
-        # kept theirs (a decode step: the kv cache and mask grow, the token's blobs do not)
+        # (numpy layers for them, their inputs' shapes masked in its key) when some non-empty
+        # inputs kept theirs (a decode step: the kv cache and mask grow, the token's blobs
+        # do not)
         prev = plans.seen(key, shapes)
         dynamic: frozenset[int] = frozenset()
         loose = None
         if prev is not None:
             changed = frozenset(b for b in set(prev) | set(shapes) if prev.get(b) != shapes.get(b))
             varying = changed.intersection(inputs)
-            if varying and len(varying) < len(inputs):
+            # an input kept must hold something: a prefill of another length keeps only
+            # its empty caches, and all it computes varies (a loose plan would be all numpy)
+            if varying and any(not inputs[i].empty() for i in set(inputs) - varying):
                 dynamic, loose = changed, plans.loose_key(key, varying)
         # oneDNN splits a primitive's work for the OpenMP count it sees at creation; the
         # runs set their own (plan.c) and put the caller's back

@@ -202,12 +202,89 @@ def _eltwise(layer, b, opt):
     return [b[0]] if len(b) >= 2 and all(s == b[0] for s in b) else None
 
 
+def _gemm(layer, b, opt):
+    """Gemm of an input A (M, K) and a constant B: (M, N); a 1-D A is one row, a (c, 1, w)
+    one c rows (the native builder's reading). Other forms: numpy decides."""
+    if layer.constantA or not layer.constantB or layer.transA or len(b) != 1:
+        return None
+    if layer.output_transpose or layer.output_N1M:
+        return None
+    s = b[0]
+    if len(s) == 1:
+        m, k = 1, s[0]
+    elif len(s) == 2:
+        m, k = s
+    elif len(s) == 3 and s[1] == 1:
+        m, k = s[0], s[2]
+    else:
+        return None
+    return [(m, layer.constantN)] if k == layer.constantK and layer.constantN > 0 else None
+
+
+def _expanddims(layer, b, opt):
+    if len(b) != 1 or not b[0]:
+        return None
+    out = layer.out_shape(_like(b[0]))
+    return None if out is None else [tuple(out)]
+
+
+def _tile(layer, b, opt):
+    """Tile's forward: its (c, d, h, w) counts over the blob's, in max(dims, repeats) dims."""
+    if len(b) != 1 or not 1 <= len(b[0]) <= 4:
+        return None
+    dims = len(b[0])
+    counts = layer._counts(dims)
+    if counts is None:
+        return None
+    _, w, h, d, c, _, _ = mat_shape(b[0])
+    outdims = max(dims, layer.repeats.size)
+    if counts == (1, 1, 1, 1) and outdims == dims:
+        return [b[0]]
+    c, d, h, w = c * counts[0], d * counts[1], h * counts[2], w * counts[3]
+    if outdims < 4 and d != 1 or outdims < 3 and c != 1 or outdims < 2 and h != 1:
+        return None
+    return [((w,), (h, w), (c, h, w), (c, d, h, w))[outdims - 1]]
+
+
+def _sdpa(layer, b, opt):
+    """SDPA: (heads, src, dv) from q (heads, src, d), k (groups, cur, d), v (groups, cur, dv);
+    with a kv cache the two caches grown by this step's k and v, or k and v themselves after
+    an empty past (an empty blob is ``()`` here)."""
+    n_in = 3 + (1 if layer.attn_mask else 0) + (2 if layer.kv_cache else 0)
+    if len(b) != n_in:
+        return None
+
+    def heads(s):
+        return (1, *s) if len(s) == 2 else s if len(s) == 3 else None
+
+    q, k, v = heads(b[0]), heads(b[1]), heads(b[2])
+    if q is None or k is None or v is None:
+        return None
+    nh, src, d = q
+    groups, cur, dk = k
+    if dk != d or v[:2] != (groups, cur) or nh % groups:
+        return None
+    out = (nh, src, v[2])
+    if not layer.kv_cache:
+        return [out]
+    pk, pv = b[-2], b[-1]
+    if not pk or (len(pk) >= 2 and pk[-2] == 0):
+        return [out, b[1], b[2]]  # no past: the caches are this step's k and v
+    pk, pv = heads(pk), heads(pv)
+    if pk is None or pv is None:
+        return None
+    past = pk[1]
+    if pk != (groups, past, d) or pv != (groups, past, v[2]):
+        return None
+    return [out, (groups, past + cur, d), (groups, past + cur, v[2])]
+
+
 # layers whose one top has the shape of their (first) bottom
 _SAME_TYPES = (
     "AbsVal", "BatchNorm", "Bias", "BNLL", "Clip", "Dropout", "ELU", "Erf", "Exp", "GELU",
-    "HardSigmoid", "HardSwish", "LRN", "Log", "Mish", "Power", "PReLU", "ReLU",
-    "SELU", "Scale", "ShuffleChannel", "Sigmoid", "Softmax", "Softplus", "Split", "Swish",
-    "TanH", "Threshold", "UnaryOp",
+    "HardSigmoid", "HardSwish", "LRN", "Log", "Mish", "Power", "PReLU", "ReLU", "RMSNorm",
+    "RotaryEmbed", "SELU", "Scale", "ShuffleChannel", "Sigmoid", "Softmax", "Softplus",
+    "Split", "Swish", "TanH", "Threshold", "UnaryOp",
 )  # fmt: skip
 
 RULES: dict[str, Rule] = {
@@ -226,6 +303,10 @@ RULES: dict[str, Rule] = {
     "BinaryOp": _binary,
     "Eltwise": _eltwise,
     "Noop": _noop,
+    "Gemm": _gemm,
+    "ExpandDims": _expanddims,
+    "Tile": _tile,
+    "SDPA": _sdpa,
 }
 
 
@@ -241,13 +322,13 @@ def infer(layers: Sequence[Layer], order: Sequence[int], given: dict[int, tuple]
         got: list[tuple] = []
         for b in layer.bottoms:
             s = shapes.get(b)
-            if s is None or s[5] != 4 or s[6] != 1:
-                break  # an unknown, empty, 8-bit or packed bottom
+            if s is None or (s[0] != 0 and (s[5] != 4 or s[6] != 1)):
+                break  # an unknown, 8-bit or packed bottom (an empty one is () to the rule)
             got.append(s)
         if not got or len(got) != len(layer.bottoms):
             continue
         try:
-            tops = rule(layer, [numpy_shape(s) for s in got], opts[li])
+            tops = rule(layer, [numpy_shape(s) if s[0] else () for s in got], opts[li])
         except (AttributeError, TypeError, ValueError, ZeroDivisionError, IndexError):
             tops = None  # params this rule does not understand: numpy decides
         if tops is None or len(tops) != len(layer.tops) or any(min(t, default=0) <= 0 for t in tops):

@@ -291,6 +291,11 @@ def repeated_heads(plan: NativePlan, order, consumers, readers) -> dict[int, Mak
             if layer.type != want or not builtin(layer) or len(layer.tops) != 1 or len(layer.bottoms) != 1:
                 break
             chain.append(nxt[0])
+        blobs = {b for i in chain for b in (*layers[i].bottoms, *layers[i].tops)}
+        if plan.dynamic & blobs:
+            # a blob that changes shape (a shape-loose plan's prefill of another length): the
+            # Reshape would be a numpy layer reading the 4-D blob that no one made
+            continue
         if len(chain) == 3 and _repeat(plan, *(layers[i] for i in chain)) is not None:
             out[chain[0]] = _unmade
             out[chain[1]] = _unmade
