@@ -501,19 +501,25 @@ def bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point of the subcommand: maps failures to exit codes."""
+def run_command(name: str, command, args: argparse.Namespace) -> int:
+    """``command(args)`` with its failures as exit codes and one line on stderr: UsageError
+    2, ModelError and any other exception (a crash of the model run) 1."""
     try:
-        return bench(args)
+        return command(args)
     except UsageError as e:
-        print(f"bench: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ModelError as e:
-        print(f"bench: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return EXIT_MODEL
     except Exception as e:  # noqa: BLE001 - any crash of the model run is a model failure
-        print(f"bench: the model failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{name}: the model failed: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_MODEL
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of the subcommand: maps failures to exit codes."""
+    return run_command("bench", bench, args)
 
 
 def main(argv: list[str] | None = None) -> int:

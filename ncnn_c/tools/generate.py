@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import EXIT_MODEL, EXIT_OK, EXIT_USAGE, LLMSpec, ModelError, UsageError, llm_step
+from .bench import EXIT_OK, LLMSpec, ModelError, UsageError, llm_step, run_command
 
 # rope theta by file-name prefix (the models of ncnn's benchmark/models/llm); others: 10000
 ROPE_THETA = {
@@ -358,17 +358,8 @@ def generate_cli(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return generate_cli(args)
-    except UsageError as e:
-        print(f"generate: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ModelError as e:
-        print(f"generate: {e}", file=sys.stderr)
-        return EXIT_MODEL
-    except Exception as e:  # noqa: BLE001 - any crash of the model run is a model failure
-        print(f"generate: the model failed: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_MODEL
+    """Entry point of the subcommand: maps failures to exit codes."""
+    return run_command("generate", generate_cli, args)
 
 
 def main(argv: list[str] | None = None) -> int:
