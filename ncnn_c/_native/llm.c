@@ -11,8 +11,8 @@
      values (an fp16-stored .bin's, ncnn_c/layer/gemm.py), in panels of 16 rows (below): each
      weight converted to fp32 as it is read (vcvtph2ps on AVX-512 or AVX2 + F16C, a plain
      conversion elsewhere), fp32 products and sums (fused multiply-adds where the CPU has
-     them). One row reads the half-size weights once (a decode step: half the bytes of the fp32 GEMV); several rows
-     convert each block once into a per-thread fp32 tile and run every x row against it;
+     them). One row reads the half-size weights once (a decode step: half the bytes of the
+     fp32 GEMV); a prefill's rows share each converted column;
    * rope: x (heads, seqlen, dim), cos / sin rows of cos_stride floats (position t at row t,
      one value per pair), each pair (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos); the pairs
      are the row's halves, or neighbours with interleaved (ncnn_c/layer/rotaryembed.py).

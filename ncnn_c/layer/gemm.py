@@ -38,9 +38,6 @@ from .deconvolution import flat_weights
 log = logging.getLogger("ncnn_c")
 
 _B16_LOCK = threading.Lock()
-# (N, K) fp32 -> panels16's layout when every value is an fp16 one, else None: a C pass the
-# native plan's transformer ops install (``_native/llm.c``'s ncnnc_panels16); numpy without
-PANELS16: Callable[[np.ndarray], np.ndarray | None] | None = None
 
 
 class Gemm(Layer):
@@ -184,19 +181,22 @@ class Gemm(Layer):
         if self.constantC and self.constant_broadcast_type_C != -1:
             self._C = self._broadcast_c(flat_weights(self.C_data), self.constant_broadcast_type_C, M, N)
 
-    def fp16_weights(self) -> np.ndarray | None:
+    def fp16_weights(
+        self, convert: Callable[[np.ndarray], np.ndarray | None] | None = None
+    ) -> np.ndarray | None:
         """Constant B in fp16 when converting it loses nothing (each value is an fp16 one:
         weights an fp16-stored .bin held, zeros): the same products at half the bytes a pass
         over them reads. In the native plan's panels of 16 rows (``panels16``: ceil(N / 16)
         rows of 16 * K values); None for other weights, int8 ones and an input B. Checked
-        once, on the first call (two passes over B)."""
+        once, on the first call: by ``convert`` ((N, K) fp32 -> the panels or None; the
+        native plan's one C pass, ``ops/transformer.fp16_weights``), else in numpy."""
         if self._B16 is False:
             with _B16_LOCK:
                 if self._B16 is False:
-                    self._B16 = self._exact_fp16()
+                    self._B16 = self._exact_fp16(convert)
         return self._B16 if isinstance(self._B16, np.ndarray) else None
 
-    def _exact_fp16(self) -> np.ndarray | None:
+    def _exact_fp16(self, convert) -> np.ndarray | None:
         if not self.constantB or self.quantize_term or self.B_data.empty() or self.B_data.elemsize != 4:
             return None
         if self._B is None:
@@ -204,8 +204,8 @@ class Gemm(Layer):
         if self._B is None:
             return None
         b = self._B.T  # (N, K): the stored array itself when transB
-        if PANELS16 is not None:  # one pass in C (net/native/ops/transformer.py sets it)
-            return PANELS16(np.ascontiguousarray(b, dtype=np.float32))
+        if convert is not None:
+            return convert(np.ascontiguousarray(b, dtype=np.float32))
         with np.errstate(over="ignore"):
             half = np.ascontiguousarray(b, dtype=np.float16)
         if not np.array_equal(half.astype(np.float32), b):

@@ -75,16 +75,22 @@ def vulkan_copy_bandwidth(
     return 2 * nbytes * copies / best
 
 
+def mat_bytes(m) -> int:
+    """The bytes of a Mat's values (either library's), padding left out."""
+    return 0 if m.empty() else m.w * m.h * m.d * m.c * m.elemsize
+
+
 def weight_bytes(net, fp16_gemm: bool = False) -> int:
     """Bytes of every array a loaded net's layers hold as their weights (``*_data``
     attributes: weight_data, bias_data, B_data, gamma_data, ...): what a decode step reads
     once, at the storage type loaded. ``fp16_gemm``: a Gemm whose constant B the CPU plan
     reads as fp16 (``Gemm.fp16_weights``: every value an fp16 one) counts 2 bytes a weight."""
     from ..mat import Mat
+    from ..net.native.ops.transformer import fp16_weights
 
     total = 0
     for layer in net.layers():
-        half = layer.fp16_weights() if fp16_gemm and hasattr(layer, "fp16_weights") else None
+        half = fp16_weights(layer) if fp16_gemm and hasattr(layer, "fp16_weights") else None
         if half is not None:
             total += layer.constantN * layer.constantK * 2
         for name, value in vars(layer).items():
@@ -92,6 +98,6 @@ def weight_bytes(net, fp16_gemm: bool = False) -> int:
                 continue
             if isinstance(value, np.ndarray):
                 total += value.nbytes
-            elif isinstance(value, Mat) and not value.empty():
-                total += value.w * value.h * value.d * value.c * value.elemsize
+            elif isinstance(value, Mat):
+                total += mat_bytes(value)
     return total

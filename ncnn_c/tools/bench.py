@@ -19,8 +19,8 @@ the ``*_proj_out.ncnn.param`` beside the decoder, when there is one, to the logi
 prefill and decode tokens/s (medians over the loops), then the PyPI ``ncnn``'s on the same
 files and weights, or a line saying it is not installed. Under each, what a decode step
 reads (every weight of the decoder and the head once, at the storage loaded, or 2 bytes a
-weight where ncnn_c's CPU plan reads a Gemm's fp16 copy, and the kv cache it was fed) and so the bytes per second the decode reached, against the memory
-bandwidth measured on the spot (``ncnn_c.tools.bandwidth``: the CPU's read rate at
+weight where ncnn_c's CPU plan reads a Gemm's fp16 copy, and the kv cache it was fed) and
+so the bytes per second the decode reached, against the memory bandwidth measured on the spot (``ncnn_c.tools.bandwidth``: the CPU's read rate at
 ``--threads``, or the GPU's device-to-device copy rate).
 
 Exit codes: 0 done, 1 the model failed to load or to run, 2 usage error.
@@ -259,15 +259,12 @@ def llm_step(lib, decoder, proj_out, spec: LLMSpec, arrays, cache):
     return np.array(logits).reshape(-1).copy(), new_cache
 
 
-def mat_bytes(m) -> int:
-    """The bytes of a Mat's values (either library's), padding left out."""
-    return 0 if m.empty() else m.w * m.h * m.d * m.c * m.elemsize
-
-
 def llm_generate(lib, decoder, proj_out, spec: LLMSpec, prefill: int, decode: int, seed: int = 0):
     """A prefill of ``prefill`` tokens and ``decode`` single-token steps: (the logits of every
     step, the prefill's seconds, each decode step's seconds, the kv-cache bytes each decode
     step was fed). The inputs depend on ``seed`` only, so two libraries see the same ones."""
+    from .bandwidth import mat_bytes  # here: bench's import alone stays light (new_shapes' ncnn child)
+
     rng = np.random.default_rng(seed)
     outputs: list[np.ndarray] = []
     times: list[float] = []
@@ -287,7 +284,7 @@ def llm_generate(lib, decoder, proj_out, spec: LLMSpec, prefill: int, decode: in
     return outputs, times[0], times[1:], cache_bytes
 
 
-def proj_out_path(param: str) -> Path | None:
+def proj_out_path(param: str | Path) -> Path | None:
     """The ``*_proj_out.ncnn.param`` beside a ``*_decoder.ncnn.param``, if there is one."""
     p = Path(param)
     if "_decoder" not in p.name:
@@ -324,10 +321,10 @@ def load_llm(lib, param: str, model: str | None, device: str, threads: int):
     return decoder, _load_fp32(lib, proj, weights, device, threads)
 
 
-def bench_llm_lib(lib, args, spec: LLMSpec) -> tuple[float, float, float]:
+def bench_llm_lib(lib, args, spec: LLMSpec, nets=None) -> tuple[float, float, float]:
     """(prefill tokens/s, decode tokens/s, the kv-cache bytes a decode step read on average)
-    of ``lib``: medians over ``args.loops`` runs."""
-    decoder, proj = load_llm(lib, args.param, args.model, args.device, args.threads)
+    of ``lib``: medians over ``args.loops`` runs, on ``nets`` (decoder, proj_out) when given."""
+    decoder, proj = nets or load_llm(lib, args.param, args.model, args.device, args.threads)
     prefill, decode = [], []
     cache = 0.0
     for i in range(args.warmup + args.loops):
@@ -345,22 +342,21 @@ class _Traffic:
     """What a decode step reads (every weight once, the kv cache) and the device's measured
     memory bandwidth (``tools/bandwidth.py``): the decode's share of it."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, nets) -> None:
+        """``nets``: the (decoder, proj_out) the ncnn_c run used; on a GPU, CPU nets are
+        loaded to count (a Vulkan net may give its host copies back after the upload)."""
         import ncnn_c
 
         from . import bandwidth
 
-        # counted on CPU nets: a Vulkan net may give its host copies back after the upload
-        decoder, proj = load_llm(ncnn_c, args.param, args.model, "cpu", args.threads)
+        gpu = args.device == "vulkan" and ncnn_c.get_gpu_count() > 0
+        decoder, proj = load_llm(ncnn_c, args.param, args.model, "cpu", args.threads) if gpu else nets
         # the CPU plan reads a Gemm's fp16 copy where its weights are fp16 values (an
         # fp16-stored .bin, zero weights); the PyPI ncnn and the GPU read what was loaded
-        cpu = args.device != "vulkan" or ncnn_c.get_gpu_count() == 0
         self.weights = {
             lib: bandwidth.weight_bytes(decoder, fp16) + (bandwidth.weight_bytes(proj, fp16) if proj else 0)
-            for lib, fp16 in (("ncnn_c", cpu), ("ncnn", False))
+            for lib, fp16 in (("ncnn_c", not gpu), ("ncnn", False))
         }
-        del decoder, proj
-        gpu = args.device == "vulkan" and ncnn_c.get_gpu_count() > 0
         vkdev = ncnn_c.get_gpu_device(ncnn_c.get_default_gpu_index()) if gpu else None
         if vkdev is not None:
             self.rate = bandwidth.vulkan_copy_bandwidth(vkdev)
@@ -391,8 +387,10 @@ def bench_llm(args: argparse.Namespace) -> int:
     spec = LLMSpec(args.param)
     name = Path(args.param).name.split(".ncnn")[0]
     what = f"{args.prefill} prefill + {args.decode} decode tokens, {args.loops} loops, {args.threads} threads"
-    pre, dec, cache = bench_llm_lib(ncnn_c, args, spec)
-    traffic = _Traffic(args) if args.decode else None
+    nets = load_llm(ncnn_c, args.param, args.model, args.device, args.threads)
+    pre, dec, cache = bench_llm_lib(ncnn_c, args, spec, nets)
+    traffic = _Traffic(args, nets) if args.decode else None
+    del nets
     print(
         f"{name}  ncnn_c     prefill = {pre:.2f} tokens/s  decode = {dec:.2f} tokens/s  ({what}, {args.device})"
     )

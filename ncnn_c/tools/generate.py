@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import EXIT_OK, LLMSpec, ModelError, UsageError, llm_step, run_command
+from .bench import EXIT_OK, LLMSpec, ModelError, UsageError, llm_step, proj_out_path, run_command
 
 # rope theta by file-name prefix (the models of ncnn's benchmark/models/llm); others: 10000
 ROPE_THETA = {
@@ -191,11 +191,13 @@ class LLM:
         self.spec = LLMSpec(str(param))
         threads = threads or lib.Option().num_threads
         prefix = model_prefix(param)
-        sibling = lambda what: param.with_name(param.name.replace("_decoder", what))  # noqa: E731
-        proj_param = sibling("_proj_out")
-        if not proj_param.is_file():
-            raise UsageError(f"no head beside the decoder: {proj_param} is missing")
-        embed_param, embed_bin = sibling("_embed_token"), sibling("_embed_token").with_suffix(".bin")
+        proj_param = proj_out_path(param)
+        if proj_param is None:
+            raise UsageError(
+                f"no head beside the decoder: {param.name.replace('_decoder', '_proj_out')} is missing"
+            )
+        embed_param = param.with_name(param.name.replace("_decoder", "_embed_token"))
+        embed_bin = embed_param.with_suffix(".bin")
         proj_bin = _first(proj_param.with_suffix(".bin"), embed_bin)
         if proj_bin is None:
             raise UsageError(f"no weights for the head: {proj_param.with_suffix('.bin')} (or {embed_bin})")

@@ -230,7 +230,7 @@ class Contention:
         self._lock = threading.Lock()
         self.busy = False
         self._streak = 0  # reads against ``busy`` since ``_since``
-        self._against = 0  # ... and reads that agreed with it among them
+        self._agreed = 0  # ... and reads that agreed with it among them
         self._since = 0.0  # when the reads began to disagree with ``busy``
         self._timings: OrderedDict[Hashable, _Timings] = OrderedDict()
 
@@ -271,16 +271,16 @@ class Contention:
             if busy_now == self.busy:
                 # a read that agrees with the state: the spell of reads against it ends if
                 # more than a quarter of its reads now agree
-                self._against += self._streak > 0
-                if 3 * self._against > self._streak:
-                    self._streak = self._against = 0
+                self._agreed += self._streak > 0
+                if 3 * self._agreed > self._streak:
+                    self._streak = self._agreed = 0
             else:
                 now = self._clock()
                 if self._streak == 0:
                     self._since = now
                 self._streak += 1
                 if self._streak >= STREAK and now - self._since >= self._hold:
-                    self.busy, self._streak, self._against = busy_now, 0, 0
+                    self.busy, self._streak, self._agreed = busy_now, 0, 0
                     self._timings.clear()  # a new spell of load: measured afresh
                     log.info(
                         "native plan: %s (%d runnable tasks, %d CPUs): two-thread runs %s",

@@ -6,7 +6,8 @@ grouped-query head repeat (ExpandDims -> Tile -> Reshape).
   shapes share the model's one copy of its weights. Weights that are all fp16 values (an
   fp16-stored .bin, as ncnn's converters write LLMs; zero weights) are also kept as fp16
   (``Gemm.fp16_weights``, in 16-row panels) and up to ``GEMM16_ROWS`` rows read those,
-  converting as they go (``_native/llm.c``'s gemm16): the same products from half the bytes. One row (a decode step) is a C GEMV
+  converting as they go (``_native/llm.c``'s gemm16): the same products from half the
+  bytes. Otherwise one row (a decode step) is a C GEMV
   (``_native/llm.c``: a memory-bound pass over the weights, about 10 % faster than oneDNN's
   GEMM at M = 1 on the AVX-512 machine measured); several rows (a prefill) are oneDNN's
   matmul reading the weights as (K, N) (twice its inner product's GEMM speed at M = 16). A
@@ -99,11 +100,7 @@ def gemm(plan: NativePlan, layer, seg: Segment, opt, chain) -> None:
     alpha = [] if layer.alpha == 1.0 else [("linear", float(layer.alpha), 0.0)]
     src = plan.as_dims(seg, plan.plain(seg, plan.canon(seg, plan.value(seg, layer.bottoms[0]))), (m, k))
     out = plan.new_value(dn.md((m, n), "ab"), oshape)
-    if m <= GEMM16_ROWS and kernels() is not None:
-        _install_panels16()
-        w16 = layer.fp16_weights()
-    else:
-        w16 = None
+    w16 = fp16_weights(layer) if m <= GEMM16_ROWS and kernels() is not None else None
     if m > 1 and w16 is None and np.shares_memory(wt, layer.B_data.numpy()):
         # several rows (a prefill): oneDNN's matmul reads the plain weights as (K, N) twice as
         # fast as the inner product's GEMM; the bias and alpha follow as steps of their own
@@ -151,11 +148,9 @@ def _panels16(w: np.ndarray) -> np.ndarray | None:
     return out if exact else None
 
 
-def _install_panels16() -> None:
-    from ....layer import gemm as gemm_layer
-
-    if gemm_layer.PANELS16 is None and _STEPS.loaded():
-        gemm_layer.PANELS16 = _panels16
+def fp16_weights(layer) -> np.ndarray | None:
+    """``layer.fp16_weights()`` checked and laid out by the C pass where ``_llm`` is built."""
+    return layer.fp16_weights(_panels16 if _STEPS.loaded() else None)
 
 
 def gemm16(
